@@ -12,7 +12,6 @@ TensorFlow 2.12, Keras 2); Horovod 0.28.1 does not run on Keras 3.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -20,46 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # extra code – import utils
 
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--examples", type=int, default=2000, help="training examples, all ranks together")
-    parser.add_argument("--batch-size", type=int, default=32, help="per rank (global = size × this)")
-    parser.add_argument("--base-lr", type=float, default=0.01, help="learning rate for one process")
-    parser.add_argument("--warmup-epochs", type=float, default=1.0)
-    parser.add_argument("--image-size", type=int, default=28)
-    parser.add_argument("--data", choices=["auto", "doodles", "synthetic"], default="auto")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--out", type=Path, required=True, help="folder for checkpoints and rank reports")
-    return parser.parse_args(argv)
-
-
-def build_model(num_classes: int, image_size: int):  # extra code – a small CNN
-    import tensorflow as tf
-
-    return tf.keras.Sequential(
-        [
-            tf.keras.layers.Input((image_size, image_size, 1)),
-            tf.keras.layers.Conv2D(16, 3, activation="relu"),
-            tf.keras.layers.MaxPooling2D(),
-            tf.keras.layers.Conv2D(32, 3, activation="relu"),
-            tf.keras.layers.MaxPooling2D(),
-            tf.keras.layers.Flatten(),
-            tf.keras.layers.Dense(num_classes),
-        ]
-    )
+from utils import horovod_job  # noqa: E402  extra code – options, model, data, reports
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+    args = horovod_job.parse_args(__doc__.splitlines()[0], argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     start = time.perf_counter()
 
     import horovod.tensorflow.keras as hvd
     import tensorflow as tf
-
-    from utils import horovod_job  # extra code – data, fingerprints, reports
 
     # Step 1: start Horovod. Every process learns its rank (0…size-1), the number of
     # processes, and its local rank on this machine.
@@ -97,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         .prefetch(tf.data.AUTOTUNE)
     )
 
-    model = build_model(len(class_names), args.image_size)
+    model = horovod_job.build_model(len(class_names), args.image_size)
 
     # Step 3: scale the learning rate by the number of processes (the global batch is size ×
     # larger); the warm-up callback below ramps it up from base_lr over the first epochs.

@@ -426,3 +426,13 @@ def test_script_runs_as_a_single_rank(script: str, tmp_path: Path) -> None:
     (report,) = horovod_job.load_reports(tmp_path / "ranks")
     assert report["size"] == 1 and report["steps_per_epoch"] == 4
     assert report["checkpoint_writes"] and len(report["epochs"]) == 1
+
+
+def test_script_options_and_model_are_shared() -> None:
+    args = horovod_job.parse_args("test", ["--out", "/tmp/somewhere", "--epochs", "2"])
+    assert (args.epochs, args.examples, args.batch_size, str(args.out)) == (2, 2000, 32, "/tmp/somewhere")
+    with pytest.raises(SystemExit):  # --out is required
+        horovod_job.parse_args("test", [])
+    model = horovod_job.build_model(num_classes=5, image_size=28)
+    assert model.output_shape == (None, 5)
+    assert model.input_shape == (None, 28, 28, 1)

@@ -7,11 +7,12 @@ set), a weight fingerprint, a record of which files each rank wrote, and the per
 report the notebook reads back to check that the ranks agree.
 
 Introduced in notebook 07. Runs under TensorFlow 2.12 / NumPy 1.23 (the Horovod
-environment) and under the main environment (tests): NumPy only, no TensorFlow import.
+environment) and under the main environment (tests): NumPy only; TensorFlow is imported inside :func:`build_model` alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -21,6 +22,39 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+
+def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """The options both Horovod scripts take (``--epochs``, ``--examples``, ``--out``, …)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--examples", type=int, default=2000, help="training examples, all ranks together")
+    parser.add_argument("--batch-size", type=int, default=32, help="per rank (global = size × this)")
+    parser.add_argument("--base-lr", type=float, default=0.01, help="learning rate for one process")
+    parser.add_argument("--warmup-epochs", type=float, default=1.0)
+    parser.add_argument("--image-size", type=int, default=28)
+    parser.add_argument("--data", choices=["auto", "doodles", "synthetic"], default="auto")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", type=Path, required=True, help="folder for checkpoints and rank reports")
+    return parser.parse_args(argv)
+
+
+def build_model(num_classes: int, image_size: int) -> Any:
+    """The small CNN both Horovod scripts train (Keras 2 in the Horovod environment)."""
+    import tensorflow as tf  # only here: the rest of this module is NumPy
+
+    return tf.keras.Sequential(
+        [
+            tf.keras.layers.Input((image_size, image_size, 1)),
+            tf.keras.layers.Conv2D(16, 3, activation="relu"),
+            tf.keras.layers.MaxPooling2D(),
+            tf.keras.layers.Conv2D(32, 3, activation="relu"),
+            tf.keras.layers.MaxPooling2D(),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(num_classes),
+        ]
+    )
+
 
 SYNTHETIC_CLASSES = ("ring", "bar", "cross", "diagonal", "corner", "dots", "frame", "wave", "blob", "stripes")
 
