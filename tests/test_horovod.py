@@ -1,7 +1,8 @@
 """Notebook 07's helpers (utils.horovod, utils.horovod_job), its set-up script and its files.
 
 These run in the main environment: no TensorFlow, no Horovod. The one test that needs the
-Horovod environment (``make horovod``) is marked slow and skipped when it is not built; the
+Horovod environment (``make horovod``) is marked ``horovod_env`` and skipped when it is not
+built (``make test`` runs it after building that environment); the
 notebook itself runs under nbval with the ``horovod`` kernel.
 """
 
@@ -26,6 +27,7 @@ from utils import config, horovod, horovod_job
 
 ROOT = config.PROJECT_ROOT
 HOROVOD_PYTHON = ROOT / ".venv-horovod" / "bin" / "python"
+HOROVOD_STAMP = ROOT / ".venv-horovod" / ".course-horovod-stamp"  # written when the build is complete
 NOTEBOOK = ROOT / "notebooks" / "07_horovod.ipynb"
 
 
@@ -412,7 +414,8 @@ def test_notebook_declares_the_horovod_kernel() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HOROVOD_PYTHON.exists(), reason="Horovod environment not built (make horovod)")
+@pytest.mark.horovod_env
+@pytest.mark.skipif(not HOROVOD_STAMP.exists(), reason="Horovod environment not built (make horovod)")
 @pytest.mark.parametrize("script", ["horovod_keras.py", "horovod_custom_loop.py"])
 def test_script_runs_as_a_single_rank(script: str, tmp_path: Path) -> None:
     """Horovod runs without a launcher as one process of size 1: the scripts' quickest check."""

@@ -1,0 +1,129 @@
+"""``make test`` (scripts/run_tests.sh): the order of the test runs and the background build.
+
+The script is run in a copy of the project layout with a fake Python (it logs its arguments)
+and a fake ``setup_horovod.sh``, so these tests take seconds and build nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from utils import config
+
+SCRIPT = config.PROJECT_ROOT / "scripts" / "run_tests.sh"
+
+
+def make_project(
+    tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0"
+) -> Path:
+    root = tmp_path / "project"
+    (root / "scripts").mkdir(parents=True)
+    (root / "notebooks").mkdir()
+    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb"):
+        (root / "notebooks" / name).write_text("{}")
+    (root / "scripts" / "run_tests.sh").write_text(SCRIPT.read_text())
+    (root / "scripts" / "setup_horovod.sh").write_text(
+        f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
+    )
+    fake_python = root / "python"
+    fake_python.write_text(
+        f'#!/usr/bin/env bash\necho "$*" >> "{root}/calls.log"\nsleep {python_sleep}\nexit {python_rc}\n'
+    )
+    fake_python.chmod(0o755)
+    return root
+
+
+def run(root: Path, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "scripts/run_tests.sh"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PY": str(root / "python")},
+        **kwargs,
+    )
+
+
+def calls(root: Path) -> list[str]:
+    return (root / "calls.log").read_text().splitlines()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_runs_unit_tests_then_notebooks_then_horovod(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    result = run(root)
+    assert result.returncode == 0, result.stderr
+    log = calls(root)
+    assert log[0] == "-m pytest tests -m not horovod_env"
+    assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in log[1] and "07_" not in log[1]
+    assert log[2] == "-m pytest tests -m horovod_env"
+    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[3]
+    assert "setup_horovod: fake build" in result.stdout  # the build's log is shown
+
+
+def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path) -> None:
+    root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
+    result = run(root)
+    assert result.returncode == 0
+    assert len(calls(root)) == 2
+    assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
+
+
+def test_failed_build_fails_the_run(tmp_path: Path) -> None:
+    root = make_project(tmp_path, setup="exit 1")
+    assert run(root).returncode == 1
+    assert len(calls(root)) == 2
+
+
+@pytest.mark.parametrize("how", ["failure", "interrupt"])
+def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
+    slow_build = "sleep 120 & wait"
+    if how == "failure":
+        root = make_project(tmp_path, python_rc=1, python_sleep=1, setup=slow_build)
+        result = run(root)
+        assert result.returncode == 1
+    else:
+        root = make_project(tmp_path, python_sleep=30, setup=slow_build)
+        proc = subprocess.Popen(
+            ["bash", "scripts/run_tests.sh"],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PY": str(root / "python")},
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 20
+        while not (root / "calls.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode != 0
+        assert "stopping the background Horovod build" in err
+    build_pid = int((root / "build.pid").read_text())  # setsid: also its process group's id
+    deadline = time.monotonic() + 10
+    while (alive(build_pid) or group_members(build_pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(build_pid)
+    assert group_members(build_pid) == []  # the sleep the build started is gone too
+
+
+def group_members(pgid: int) -> list[str]:
+    ps = subprocess.run(["ps", "-e", "-o", "pgid=,stat=,pid="], capture_output=True, text=True, check=True)
+    return [
+        line for line in ps.stdout.splitlines() if line.split()[0] == str(pgid) and "Z" not in line.split()[1]
+    ]
