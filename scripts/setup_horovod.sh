@@ -116,7 +116,7 @@ install_horovod() {
 if horovod_ok; then
     echo "setup_horovod: $HOROVOD_PIN is already built in $VENV"
 else
-    echo "setup_horovod: building $HOROVOD_PIN from source with ${BUILD_FLAGS% } (about 20 minutes on 2 busy cores; seconds when pip's wheel cache has it)"
+    echo "setup_horovod: building $HOROVOD_PIN from source with ${BUILD_FLAGS% } (about 8 minutes on 2 quiet cores, 20 on busy ones; seconds when pip's wheel cache has it)"
     install_horovod
     if ! horovod_ok; then # e.g. a wheel pip cached for another TensorFlow version
         echo "setup_horovod: the installed Horovod does not load with $TF_PIN; rebuilding it without pip's cache"
