@@ -43,12 +43,9 @@ horovod: venv
 	bash scripts/setup_horovod.sh
 
 # Full settings, executed copies and HTML in build/ (takes a while on a CPU).
+# (one notebook at a time, 07 in its own kernel: see scripts/run_full.sh)
 run: venv
-	@if [ -n "$(HVD_NBS)" ]; then bash scripts/setup_horovod.sh || true; fi
-	mkdir -p build
-	COURSE_SMOKE=0 $(PY) -m jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=7200 \
-	    --output-dir build $(NOTEBOOKS)
-	$(PY) -m jupyter nbconvert --to html --output-dir build $(addprefix build/,$(notdir $(NOTEBOOKS)))
+	@bash scripts/run_full.sh
 
 # Strip outputs and normalise notebook metadata (the hygiene test checks the same).
 format: venv

@@ -1,4 +1,5 @@
-"""``make test`` (scripts/run_tests.sh): the order of the test runs and the background build.
+"""``make test`` (scripts/run_tests.sh) and ``make run`` (scripts/run_full.sh): what they run,
+in which order, and the clean-up of the background build.
 
 The script is run in a copy of the project layout with a fake Python (it logs its arguments)
 and a fake ``setup_horovod.sh``, so these tests take seconds and build nothing.
@@ -17,6 +18,7 @@ import pytest
 from utils import config
 
 SCRIPT = config.PROJECT_ROOT / "scripts" / "run_tests.sh"
+RUN_FULL = config.PROJECT_ROOT / "scripts" / "run_full.sh"
 
 
 def make_project(
@@ -28,6 +30,7 @@ def make_project(
     for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb"):
         (root / "notebooks" / name).write_text("{}")
     (root / "scripts" / "run_tests.sh").write_text(SCRIPT.read_text())
+    (root / "scripts" / "run_full.sh").write_text(RUN_FULL.read_text())
     (root / "scripts" / "setup_horovod.sh").write_text(
         f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
     )
@@ -39,9 +42,9 @@ def make_project(
     return root
 
 
-def run(root: Path, **kwargs) -> subprocess.CompletedProcess[str]:
+def run(root: Path, script: str = "run_tests.sh", **kwargs) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", "scripts/run_tests.sh"],
+        ["bash", f"scripts/{script}"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -127,3 +130,29 @@ def group_members(pgid: int) -> list[str]:
     return [
         line for line in ps.stdout.splitlines() if line.split()[0] == str(pgid) and "Z" not in line.split()[1]
     ]
+
+
+def test_full_run_executes_each_notebook_in_its_own_call(tmp_path: Path) -> None:
+    """One nbconvert per notebook, so that 07 gets its own kernel; then HTML of them all."""
+    root = make_project(tmp_path)
+    result = run(root, "run_full.sh")
+    assert result.returncode == 0, result.stderr
+    log = calls(root)
+    executes = [line for line in log if "--execute" in line]
+    assert [line.split()[-1] for line in executes] == [
+        "notebooks/00_a.ipynb",
+        "notebooks/01_b.ipynb",
+        "notebooks/07_horovod.ipynb",
+    ]
+    assert (
+        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb")
+        and "--to html" in log[-1]
+    )
+
+
+def test_full_run_leaves_out_notebook_07_when_horovod_cannot_be_built(tmp_path: Path) -> None:
+    root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
+    result = run(root, "run_full.sh")
+    assert result.returncode == 0
+    assert "07_horovod.ipynb not run" in result.stdout
+    assert not any("07_" in line for line in calls(root))
