@@ -70,7 +70,7 @@ async def execute(ws_url: str, token: str, code: str, timeout: float = 120) -> t
             }
         )
     )
-    output, status = [], ""
+    output, status, idle = [], "", False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         raw = await asyncio.wait_for(conn.read_message(), timeout=deadline - time.monotonic())
@@ -86,6 +86,11 @@ async def execute(ws_url: str, token: str, code: str, timeout: float = 120) -> t
             output.append("\n".join(msg["content"]["traceback"]))
         elif kind == "execute_reply":
             status = msg["content"]["status"]
+        elif kind == "status" and msg["content"]["execution_state"] == "idle":
+            idle = True
+        # the reply (shell) and the output (iopub) arrive in either order; iopub's "idle"
+        # comes after all the output of this request
+        if status and idle:
             break
     conn.close()
     return status, "".join(output)
