@@ -6,8 +6,6 @@
 VENV      := .venv
 PY        := $(VENV)/bin/python
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
-MAIN_NBS  := $(filter-out notebooks/07_%,$(NOTEBOOKS))
-HVD_NBS   := $(filter notebooks/07_%,$(NOTEBOOKS))
 PORT      ?= 8888
 
 .PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench clean
@@ -19,25 +17,19 @@ lab: venv
 	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Unit tests, then notebooks 00-06, while the Horovod environment builds in the background;
-# then notebook 07 in it (see scripts/run_tests.sh).
+# then notebook 07 in it. The parts alone: test-unit, test-notebooks, test-horovod.
 test: venv
-	@bash scripts/run_tests.sh
+	@bash scripts/run_tests.sh all
 
 test-unit: venv
-	COURSE_SMOKE=1 $(PY) -m pytest tests -m "not horovod_env"
+	@bash scripts/run_tests.sh unit
 
 test-notebooks: venv
-	COURSE_SMOKE=1 $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=900 $(MAIN_NBS)
+	@bash scripts/run_tests.sh notebooks
 
 # Notebook 07 runs in its own environment (Horovod 0.28.1 needs TensorFlow 2.12).
 test-horovod: venv
-	@if [ -n "$(HVD_NBS)" ]; then \
-	  bash scripts/setup_horovod.sh; rc=$$?; \
-	  if [ $$rc -eq 3 ]; then echo "notebook 07 not run: the Horovod environment cannot be built on this machine (reason above)"; \
-	  elif [ $$rc -ne 0 ]; then exit $$rc; \
-	  else COURSE_SMOKE=1 $(PY) -m pytest tests -m horovod_env && \
-	    COURSE_SMOKE=1 $(PY) -m pytest --nbval-lax --nbval-kernel-name horovod --nbval-cell-timeout=900 $(HVD_NBS); fi; \
-	fi
+	@bash scripts/run_tests.sh horovod
 
 horovod: venv
 	bash scripts/setup_horovod.sh

@@ -10,11 +10,17 @@
 #
 # The background build is stopped if this script fails or is interrupted; its output is in
 # .venv-horovod-setup.log and is printed when it ends.
+#
+#   scripts/run_tests.sh [all]     everything, as above (make test)
+#   scripts/run_tests.sh unit      unit tests only (make test-unit)
+#   scripts/run_tests.sh notebooks notebooks 00-06 only (make test-notebooks)
+#   scripts/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PY:-.venv/bin/python}"
+STAGE="${1:-all}"
 export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/0*.ipynb | grep -v '^notebooks/07_')
@@ -32,28 +38,48 @@ stop_build() {
 trap stop_build EXIT
 trap 'exit 130' INT TERM
 
-if ((${#HVD_NBS[@]})); then
-    echo "run_tests: building the Horovod environment in the background (log: $SETUP_LOG)"
-    # setsid: its own process group, so that stop_build reaches the compiler too
-    setsid nice -n 10 bash scripts/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
-    build_pid=$!
-fi
-
-"$PY" -m pytest tests -m "not horovod_env"
-"$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${MAIN_NBS[@]}"
-
-if ((${#HVD_NBS[@]})); then
-    echo "run_tests: waiting for the Horovod environment"
-    rc=0
-    wait "$build_pid" || rc=$?
-    build_pid=""
-    cat "$SETUP_LOG"
-    if ((rc == 3)); then
+run_unit() { "$PY" -m pytest tests -m "not horovod_env"; }
+run_notebooks() { "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${MAIN_NBS[@]}"; }
+run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.sh ended with RC
+    if (($1 == 3)); then
         echo "notebook 07 not run: the Horovod environment cannot be built on this machine (reason above)"
-    elif ((rc != 0)); then
-        exit "$rc"
+    elif (($1 != 0)); then
+        exit "$1"
     else
         "$PY" -m pytest tests -m horovod_env
         "$PY" -m pytest "${NBVAL[@]}" --nbval-kernel-name horovod "${HVD_NBS[@]}"
     fi
-fi
+}
+
+rc=0
+case "$STAGE" in
+    unit) run_unit ;;
+    notebooks) run_notebooks ;;
+    horovod) # one step after another (make test-horovod)
+        if ((${#HVD_NBS[@]})); then
+            bash scripts/setup_horovod.sh || rc=$?
+            run_horovod "$rc"
+        fi
+        ;;
+    all)
+        if ((${#HVD_NBS[@]})); then
+            echo "run_tests: building the Horovod environment in the background (log: $SETUP_LOG)"
+            # setsid: its own process group, so that stop_build reaches the compiler too
+            setsid nice -n 10 bash scripts/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
+            build_pid=$!
+        fi
+        run_unit
+        run_notebooks
+        if ((${#HVD_NBS[@]})); then
+            echo "run_tests: waiting for the Horovod environment"
+            wait "$build_pid" || rc=$?
+            build_pid=""
+            cat "$SETUP_LOG"
+            run_horovod "$rc"
+        fi
+        ;;
+    *)
+        echo "usage: scripts/run_tests.sh [all|unit|notebooks|horovod]" >&2
+        exit 2
+        ;;
+esac

@@ -42,9 +42,11 @@ def make_project(
     return root
 
 
-def run(root: Path, script: str = "run_tests.sh", **kwargs) -> subprocess.CompletedProcess[str]:
+def run(
+    root: Path, script: str = "run_tests.sh", args: list[str] | None = None, **kwargs
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", f"scripts/{script}"],
+        ["bash", f"scripts/{script}", *(args or [])],
         cwd=root,
         capture_output=True,
         text=True,
@@ -156,3 +158,17 @@ def test_full_run_leaves_out_notebook_07_when_horovod_cannot_be_built(tmp_path: 
     assert result.returncode == 0
     assert "07_horovod.ipynb not run" in result.stdout
     assert not any("07_" in line for line in calls(root))
+
+
+def test_stages_alone(tmp_path: Path) -> None:
+    """make test-unit / test-notebooks / test-horovod run one part each."""
+    root = make_project(tmp_path)
+    assert run(root, "run_tests.sh", args=["unit"]).returncode == 0
+    assert calls(root) == ["-m pytest tests -m not horovod_env"]
+    (root / "calls.log").unlink()
+    result = run(root, "run_tests.sh", args=["horovod"])
+    assert result.returncode == 0, result.stderr
+    assert "setup_horovod: fake build" in result.stdout  # built in the foreground, its output shown
+    assert calls(root)[0] == "-m pytest tests -m horovod_env" and "07_horovod.ipynb" in calls(root)[1]
+    bad = run(root, "run_tests.sh", args=["everything"])
+    assert bad.returncode == 2 and "usage:" in bad.stderr

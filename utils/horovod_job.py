@@ -7,7 +7,8 @@ set), a weight fingerprint, a record of which files each rank wrote, and the per
 report the notebook reads back to check that the ranks agree.
 
 Introduced in notebook 07. Runs under TensorFlow 2.12 / NumPy 1.23 (the Horovod
-environment) and under the main environment (tests): NumPy only; TensorFlow is imported inside :func:`build_model` alone.
+environment) and under the main environment (tests): NumPy only; TensorFlow is imported
+inside :func:`build_model` alone.
 """
 
 from __future__ import annotations
