@@ -25,8 +25,10 @@ API::
 - Rates are ``tc`` bit rates (``"500kbit"``, ``"100mbit"``, ``"1gbit"``) or bits/s as a
   number; ``None`` leaves the link unshaped. Anything else (``"fast"``, ``"-1mbit"``,
   ``"100mbps"``, which ``tc`` would read as mega*bytes*/s) raises ``ValueError``.
-- A link of rate R and delay d: the host sends at most R and receives at most R (full
-  duplex), and each direction of the cable adds d; host to host crosses two cables.
+- A link of rate R: the host sends at most R and receives at most R (full duplex): ``tbf``
+  on its card and on its switch port, with ``burst`` and ``latency`` (how long a packet may
+  queue). A ``delay`` d (``netem``, where the kernel has it) adds d to each direction of the
+  cable; host to host crosses two cables.
 - Clean-up is absolute. Every name starts with ``crs-<owner pid>-<owner start time>-``;
   leaving the ``with`` block, an exception or Ctrl-C deletes the namespaces (which removes
   their cards, bridge and qdiscs, and kills processes still inside). A watchdog process
@@ -549,6 +551,7 @@ class _Host:
     rate: float | None
     delay: float
     burst: int | None
+    latency: float
     cut: bool = False
 
 
@@ -556,8 +559,10 @@ class VirtualNetwork:
     """Hosts with their own namespaces and addresses on one virtual switch (see module doc).
 
     ``hosts`` is a number (hosts ``"host0"``, ``"host1"``, ...) or a list of labels (e.g.
-    ``["worker:0", "worker:1", "ps:0"]``). ``rate``/``delay``/``burst`` are every link's
-    initial shape (change one with :meth:`set_link`). ``subnet`` defaults to a free private
+    ``["worker:0", "worker:1", "ps:0"]``). ``rate``, ``burst`` (bytes that may pass at once)
+    and ``latency`` (the longest a packet may wait in the link's queue: ``tbf``'s three
+    parameters) and ``delay`` (``netem``; needs the ``sch_netem`` kernel module) are every
+    link's initial shape (change one with :meth:`set_link`). ``subnet`` defaults to a free private
     /24. Create it with ``with VirtualNetwork(...) as net:`` (or :meth:`create` and
     :meth:`destroy`). Used in notebook 10 and by ``utils.cluster`` (``network=...``).
     """
@@ -572,6 +577,7 @@ class VirtualNetwork:
         rate: str | float | None = None,
         delay: str | float | None = None,
         burst: int | None = None,
+        latency: str | float = "500ms",
         subnet: str | None = None,
     ):
         labels = [f"host{i}" for i in range(hosts)] if isinstance(hosts, int) else list(hosts)
@@ -588,6 +594,7 @@ class VirtualNetwork:
             )
         self._rate, self._delay = parse_rate(rate), parse_delay(delay)
         self._burst = self._check_burst(burst)
+        self._latency = self._check_latency(latency)
         self.labels = labels
         self._subnet_arg = subnet
         if subnet is not None:  # bad input fails before anything is created
@@ -619,7 +626,14 @@ class VirtualNetwork:
         addresses = list(self.subnet.hosts())
         for i, label in enumerate(self.labels):
             self._hosts[label] = _Host(
-                label, f"{base}-h{i}", str(addresses[i]), f"crsp{i}", self._rate, self._delay, self._burst
+                label,
+                f"{base}-h{i}",
+                str(addresses[i]),
+                f"crsp{i}",
+                self._rate,
+                self._delay,
+                self._burst,
+                self._latency,
             )
         names = [self._switch, *(h.namespace for h in self._hosts.values())]
         self._watchdog = _Watchdog(names)  # first: covers a SIGKILL during the build too
@@ -738,17 +752,20 @@ class VirtualNetwork:
         rate: str | float | None = "keep",
         delay: str | float | None = "keep",
         burst: int | None | str = "keep",
+        latency: str | float = "keep",
     ) -> None:
         """Change one host's link (both directions); arguments left out keep their value.
 
-        ``rate=None`` removes the rate limit, ``delay=None`` the delay.
+        ``rate=None`` removes the rate limit, ``delay=None`` the delay. Raises
+        :class:`NetworkUnavailableError` for a delay on a kernel without ``sch_netem``.
         """
         self._require_alive()
         h = self._host(host)
         new_rate = h.rate if rate == "keep" else parse_rate(rate)
         new_delay = h.delay if delay == "keep" else parse_delay(delay)
         new_burst = h.burst if burst == "keep" else self._check_burst(burst)  # type: ignore[arg-type]
-        h.rate, h.delay, h.burst = new_rate, new_delay, new_burst
+        new_latency = h.latency if latency == "keep" else self._check_latency(latency)
+        h.rate, h.delay, h.burst, h.latency = new_rate, new_delay, new_burst, new_latency
         self._apply_shape(h)
 
     def set_all(self, *, rate: str | float | None = "keep", delay: str | float | None = "keep") -> None:
@@ -757,9 +774,14 @@ class VirtualNetwork:
             self.set_link(label, rate=rate, delay=delay)
 
     def link(self, host: str) -> dict[str, Any]:
-        """The host's link as set: ``{"rate": "100mbit", "delay_ms": 0.0, "cut": False}``."""
+        """The host's link as set: ``{"rate": "100mbit", "delay_ms": 0.0, "latency_ms": 500.0, "cut": False}``."""
         h = self._host(host)
-        return {"rate": format_rate(h.rate), "delay_ms": h.delay * 1e3, "cut": h.cut}
+        return {
+            "rate": format_rate(h.rate),
+            "delay_ms": h.delay * 1e3,
+            "latency_ms": h.latency * 1e3,
+            "cut": h.cut,
+        }
 
     def qdiscs(self, host: str) -> str:
         """What ``tc qdisc show`` reports for the host's card and its switch port (for display)."""
@@ -774,16 +796,43 @@ class VirtualNetwork:
             parent = ["root"]
             if h.delay > 0:
                 # netem first (the cable's delay), then tbf inside it (the rate)
-                limit = max(1000, int((h.rate or 10e9) / 8 * (h.delay + 0.5) / MTU))
-                _run([_tc(), "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
-                      "delay", f"{h.delay * 1e6:.0f}us", "limit", str(limit)])  # fmt: skip
+                limit = max(1000, int((h.rate or 10e9) / 8 * (h.delay + h.latency) / MTU))
+                netem = [_tc(), "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem"]
+                result = subprocess.run(
+                    [*netem, "delay", f"{h.delay * 1e6:.0f}us", "limit", str(limit)],
+                    capture_output=True,
+                    text=True,
+                )
+                if result.returncode != 0:
+                    h.delay = 0.0
+                    if "unknown" in result.stderr.lower():
+                        raise NetworkUnavailableError(
+                            "this kernel has no netem qdisc (module sch_netem), so links cannot get a delay "
+                            "here; rate, burst and latency work"
+                        )
+                    raise RuntimeError(f"tc netem failed: {result.stderr.strip()}")
                 parent = ["parent", "1:1"]
             if h.rate is not None:
                 burst = h.burst or max(64 * 1024, int(h.rate / 8 * 0.004))
-                # a queue of 0.5 s at the link rate: TCP backs off by its own clock, not drops
-                limit = max(2 * burst, int(h.rate / 8 * 0.5))
-                _run([_tc(), "-n", ns, "qdisc", "add", "dev", dev, *parent, "handle", "10:", "tbf",
-                      "rate", f"{int(h.rate)}bit", "burst", str(burst), "limit", str(limit)])  # fmt: skip
+                tbf = [_tc(), "-n", ns, "qdisc", "add", "dev", dev, *parent, "handle", "10:", "tbf"]
+                _run(
+                    [
+                        *tbf,
+                        "rate",
+                        f"{int(h.rate)}bit",
+                        "burst",
+                        str(burst),
+                        "latency",
+                        f"{h.latency * 1e3:g}ms",
+                    ]
+                )
+
+    @staticmethod
+    def _check_latency(latency: str | float) -> float:
+        value = parse_delay(latency)
+        if value < 0.001:
+            raise ValueError(f"latency {latency!r}: the queue must hold at least 1ms of traffic")
+        return value
 
     @staticmethod
     def _check_burst(burst: int | None) -> int | None:
@@ -899,7 +948,12 @@ class LoopbackNetwork:
         self.labels, self.reason = labels, reason
         self.subnet = None
         self._links = {
-            h: {"rate": format_rate(parse_rate(link.get("rate"))), "delay_ms": 0.0, "cut": False}
+            h: {
+                "rate": format_rate(parse_rate(link.get("rate"))),
+                "delay_ms": 0.0,
+                "latency_ms": 0.0,
+                "cut": False,
+            }
             for h in labels
         }
 
@@ -942,7 +996,15 @@ class LoopbackNetwork:
     def task_env(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
         return {}
 
-    def set_link(self, host: str, *, rate: Any = "keep", delay: Any = "keep", burst: Any = "keep") -> None:
+    def set_link(
+        self,
+        host: str,
+        *,
+        rate: Any = "keep",
+        delay: Any = "keep",
+        burst: Any = "keep",
+        latency: Any = "keep",
+    ) -> None:
         self.address(host)
         if rate != "keep":
             self._links[host]["rate"] = format_rate(parse_rate(rate))

@@ -1,0 +1,99 @@
+"""One worker of notebook 10's network-fault demo: ``fit`` with ``BackupAndRestore`` every K steps.
+
+Start one copy per host with its own ``TF_CONFIG`` and ``TF_USE_LEGACY_KERAS=1`` (Keras 2:
+Keras 3's ``fit`` does not run under ``MultiWorkerMirroredStrategy``, see notebook 04)::
+
+    TF_USE_LEGACY_KERAS=1 python scripts/workers/net_fault_worker.py --backup-dir /tmp/b \
+        --epochs 2 --steps-per-epoch 20 --save-freq 5 --timeout 10
+
+Every all-reduce has a timeout (``CommunicationOptions(timeout_seconds=...)``), so a worker
+whose peer went silent fails with ``DeadlineExceededError`` instead of waiting forever;
+``BackupAndRestore(save_freq=K)`` saves every K steps, so a restarted job resumes from the
+last backup. Each worker prints ``worker:I step S`` (S counts steps from the start of the
+job) after every step, and ends with a ``utils.cluster.report`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the project root
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backup-dir", required=True)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--steps-per-epoch", type=int, default=20)
+    parser.add_argument("--save-freq", type=int, default=5, help="back up every K steps")
+    parser.add_argument("--timeout", type=float, default=10.0, help="collective timeout (s)")
+    parser.add_argument("--batch-per-replica", type=int, default=32)
+    parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each step")
+    args = parser.parse_args()
+
+    import numpy as np
+    import tensorflow as tf
+
+    from utils.cluster import report
+
+    keras = tf.keras  # Keras 2 (tf-keras) with TF_USE_LEGACY_KERAS=1
+    task = json.loads(os.environ["TF_CONFIG"])["task"]
+    name = f"{task['type']}:{task['index']}"
+
+    # --- the distributed lines ---------------------------------------------------------------
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=args.timeout)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    with strategy.scope():
+        model = keras.Sequential(
+            [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)]
+        )
+        model.compile(
+            optimizer=keras.optimizers.SGD(0.05),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+    backup = keras.callbacks.BackupAndRestore(backup_dir=args.backup_dir, save_freq=args.save_freq)
+    # -----------------------------------------------------------------------------------------
+
+    rng = np.random.default_rng(0)
+    global_batch = args.batch_per_replica * strategy.num_replicas_in_sync
+    n = global_batch * args.steps_per_epoch
+    x = rng.normal(size=(n, 32)).astype("float32")
+    y = (x[:, :10].argmax(axis=1)).astype("int64")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch, drop_remainder=True).repeat()
+    steps_run: list[int] = []
+
+    class Progress(keras.callbacks.Callback):
+        """Print ``worker:I step S`` after every step (S counts from the start of the job)."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+        def on_train_batch_end(self, batch, logs=None):
+            step = int(self.epoch) * args.steps_per_epoch + int(batch) + 1
+            steps_run.append(step)
+            print(f"{name} step {step} t={time.time():.3f}", flush=True)
+            if args.slow:
+                time.sleep(args.slow)
+
+    model.fit(
+        data,
+        epochs=args.epochs,
+        steps_per_epoch=args.steps_per_epoch,
+        callbacks=[backup, Progress()],
+        verbose=0,
+    )
+    report(
+        task=name,
+        first_step=steps_run[0] if steps_run else None,
+        last_step=steps_run[-1] if steps_run else None,
+        steps_run=len(steps_run),
+    )
+
+
+if __name__ == "__main__":
+    main()

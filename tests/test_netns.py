@@ -1,0 +1,422 @@
+"""Tests for utils.netns: input checks, the network itself, byte counters, clean-up, fallback.
+
+The tests that build networks need root (or CAP_NET_ADMIN) and iproute2; elsewhere they are
+skipped with the reason :func:`utils.netns.network_problem` gives. No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from utils import netns
+from utils.netns import (
+    LOOPBACK_LABEL,
+    LinkBytes,
+    LoopbackNetwork,
+    NetworkUnavailableError,
+    VirtualNetwork,
+    check_transfer_fits,
+    cluster_link_bytes,
+    leftovers,
+    make_network,
+    network_problem,
+    parse_delay,
+    parse_rate,
+    reap_orphans,
+    transfer_seconds,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = network_problem()
+needs_netns = pytest.mark.skipif(PROBLEM is not None, reason=f"no network namespaces here: {PROBLEM}")
+
+
+def _ours(pid: int) -> list[str]:
+    """The namespaces of the process ``pid`` (what it must not leave behind)."""
+    return [n for n in leftovers() if n.startswith(f"{netns.PREFIX}-{pid}-")]
+
+
+def _system_state() -> tuple[str, str]:
+    """``ip link`` and ``tc qdisc`` of the machine's own namespace, for before/after checks."""
+    link = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    qdisc = subprocess.run(["tc", "qdisc"], capture_output=True, text=True).stdout
+    strip = lambda text: "\n".join(sorted(line.split(" state ")[0] for line in text.splitlines()))  # noqa: E731
+    return strip(link), strip(qdisc)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing and checks
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, bits",
+    [("100mbit", 1e8), ("1gbit", 1e9), ("1.5GBIT", 1.5e9), ("500kbit", 5e5), (" 20 mbit ", 2e7), (2e6, 2e6)],
+)
+def test_parse_rate_accepts_tc_bit_rates(text, bits):
+    assert parse_rate(text) == pytest.approx(bits)
+
+
+@pytest.mark.parametrize("text", [None, "unlimited", "None"])
+def test_parse_rate_none_means_unshaped(text):
+    assert parse_rate(text) is None
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ("fast", "not a link rate"),
+        ("-1mbit", "not a link rate"),
+        ("0mbit", "positive"),
+        ("100mbps", "megaBYTES"),
+        ("10MB/s", "megaBYTES"),
+        ("", "not a link rate"),
+        ("1e3mbit", "not a link rate"),
+        (0, "positive"),
+        (-5e6, "positive"),
+        (float("nan"), "positive"),
+        (True, "bits per second"),
+        (100, "below 8kbit"),
+        ("200gbit", "above 100gbit"),
+        ([1], "bits per second"),
+    ],
+)
+def test_parse_rate_rejects_bad_input_with_clear_errors(bad, words):
+    with pytest.raises(ValueError, match=words):
+        parse_rate(bad)
+
+
+def test_parse_delay():
+    assert parse_delay("5ms") == pytest.approx(0.005)
+    assert parse_delay("200us") == pytest.approx(2e-4)
+    assert parse_delay(0.1) == pytest.approx(0.1)
+    assert parse_delay(None) == 0.0
+    for bad in ("soon", "-1ms", -0.1, "11s", True):
+        with pytest.raises(ValueError, match="delay"):
+            parse_delay(bad)
+
+
+def test_transfer_time_and_the_too_slow_check():
+    assert transfer_seconds(1_000_000, "8mbit") == pytest.approx(1.0)
+    assert transfer_seconds(1_000_000, "8mbit", delay="10ms") == pytest.approx(1.01)
+    assert transfer_seconds(10**9, None) == 0.0
+    assert check_transfer_fits(1_000_000, "100mbit", timeout=5) == pytest.approx(0.08)
+    with pytest.raises(
+        ValueError, match=r"at 10kbit moving 4 MB takes at least 3200 s, longer than the timeout of 60 s"
+    ):
+        check_transfer_fits(4_000_000, "10kbit", timeout=60)
+    with pytest.raises(ValueError, match="timeout"):
+        check_transfer_fits(1, "1gbit", timeout=0)
+
+
+def test_format_rate_round_trips():
+    for text in ("100mbit", "1.5gbit", "500kbit", "8kbit"):
+        assert netns.format_rate(parse_rate(text)) == text
+    assert netns.format_rate(None) == "unshaped"
+
+
+def test_bad_networks_fail_before_anything_is_created():
+    before = leftovers()
+    with pytest.raises(ValueError, match="at least one host"):
+        VirtualNetwork(0)
+    with pytest.raises(ValueError, match="unique"):
+        VirtualNetwork(["a", "a"])
+    with pytest.raises(ValueError, match="at most 32"):
+        VirtualNetwork(netns.MAX_HOSTS + 1)
+    with pytest.raises(ValueError, match="holds 2 host addresses, fewer than the 3 hosts"):
+        VirtualNetwork(3, subnet="10.250.0.0/30")
+    with pytest.raises(ValueError, match="private"):
+        VirtualNetwork(2, subnet="8.8.8.0/24")
+    with pytest.raises(ValueError, match="not a link rate"):
+        VirtualNetwork(2, rate="fast")
+    with pytest.raises(ValueError, match="burst"):
+        VirtualNetwork(2, burst=100)
+    with pytest.raises(ValueError, match="at least 1ms"):
+        VirtualNetwork(2, latency="10us")
+    assert leftovers() == before
+
+
+@needs_netns
+def test_a_subnet_that_overlaps_a_route_of_this_machine_is_refused():
+    routes = [n for n in netns._routes_and_addresses() if n.prefixlen < 32 and n.is_private]
+    if not routes:
+        pytest.skip("this machine has no private route to collide with")
+    with pytest.raises(ValueError, match="overlaps this machine's route"):
+        VirtualNetwork(2, subnet=str(routes[0])).create()
+    chosen = netns._choose_subnet(None, 4)
+    assert not any(chosen.overlaps(r) for r in netns._routes_and_addresses())
+
+
+# --------------------------------------------------------------------------------------------
+# The fallback
+# --------------------------------------------------------------------------------------------
+def test_fallback_when_namespaces_are_switched_off(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_NO_NETNS", "1")
+    assert "COURSE_NO_NETNS" in network_problem()
+    net = make_network(["worker:0", "worker:1"], rate="10mbit")
+    line = capsys.readouterr().out.strip()
+    assert isinstance(net, LoopbackNetwork) and not net.shaped
+    assert line.startswith(LOOPBACK_LABEL) and "COURSE_NO_NETNS" in line and "\n" not in line
+    with net:
+        assert net.addresses == {"worker:0": "127.0.0.1", "worker:1": "127.0.0.1"}
+        assert net.label == "loopback: communication not shaped"
+        assert net.counters() is None and net.task_env() == {}
+        assert net.command("worker:0", ["python", "x.py"]) == ["python", "x.py"]
+        net.set_link("worker:1", rate="1mbit")
+        net.cut("worker:1")
+        assert net.link("worker:1") == {"rate": "1mbit", "delay_ms": 0.0, "latency_ms": 0.0, "cut": True}
+        with net.measure() as traffic:
+            pass
+        assert traffic.sent == {} and traffic.seconds >= 0
+    with pytest.raises(ValueError, match="not a link rate"):
+        make_network(2, rate="fast")  # bad input is an error on the fallback path too
+    with pytest.raises(NetworkUnavailableError, match="COURSE_NO_NETNS"):
+        VirtualNetwork(2).create()
+
+
+@pytest.mark.parametrize(
+    "patch, words",
+    [
+        ({"platform": "darwin"}, "need Linux; this is darwin"),
+        ({"euid": 1000}, "need root or CAP_NET_ADMIN"),
+        ({"no_tool": "ip"}, "'ip' command (package iproute2) is missing"),
+        ({"no_tool": "tc"}, "'tc' command (package iproute2) is missing"),
+        ({"colab": True}, "Colab"),
+    ],
+)
+def test_network_problem_names_what_is_missing(monkeypatch, patch, words):
+    monkeypatch.delenv("COURSE_NO_NETNS", raising=False)
+    if "platform" in patch:
+        monkeypatch.setattr(netns.sys, "platform", patch["platform"])
+    if "euid" in patch:
+        monkeypatch.setattr(netns.os, "geteuid", lambda: patch["euid"])
+        monkeypatch.setattr(netns, "_has_cap_net_admin", lambda: False)
+    if "no_tool" in patch:
+        real = netns._tool
+        monkeypatch.setattr(netns, "_tool", lambda name: None if name == patch["no_tool"] else real(name))
+        monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    if "colab" in patch:
+        monkeypatch.setitem(sys.modules, "google.colab", object())
+    problem = network_problem(probe=False)
+    assert problem is not None and words in problem and "\n" not in problem
+
+
+def test_fallback_figures_are_labelled_by_the_notebook_helper(monkeypatch):
+    monkeypatch.setenv("COURSE_NO_NETNS", "1")
+    net = make_network(2)
+    assert net.label == LOOPBACK_LABEL and VirtualNetwork.label != LOOPBACK_LABEL
+
+
+def test_cluster_link_bytes_without_a_network_is_none(monkeypatch):
+    monkeypatch.delenv(netns.ENV_VAR, raising=False)
+    assert cluster_link_bytes() is None
+
+
+# --------------------------------------------------------------------------------------------
+# The network (root only)
+# --------------------------------------------------------------------------------------------
+SERVER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5000)); s.listen(); print("listening", flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    d = c.recv(1 << 20)
+    if not d:
+        break
+    n += len(d)
+c.sendall(b"k"); print(n, flush=True)
+"""
+
+CLIENT = """
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], 5000), timeout=float(sys.argv[3]))
+t = time.perf_counter(); s.sendall(b"x" * int(sys.argv[2])); s.shutdown(socket.SHUT_WR); s.recv(1)
+print(time.perf_counter() - t)
+"""
+
+
+def _send(net: VirtualNetwork, src: str, dst: str, nbytes: int, timeout: float = 10) -> tuple[float, int]:
+    """Send ``nbytes`` over TCP from ``src`` to ``dst``; (seconds, bytes the server got)."""
+    server = net.popen(dst, [sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "listening"
+        client = net.run(
+            src, [sys.executable, "-c", CLIENT, net.address(dst), str(nbytes), str(timeout)], timeout=60
+        )
+        assert client.returncode == 0, client.stderr
+        got = int(server.communicate(timeout=30)[0].strip())
+        return float(client.stdout), got
+    finally:
+        server.kill()
+        server.wait()
+
+
+@needs_netns
+def test_hosts_have_their_own_addresses_and_the_kernel_counts_their_bytes():
+    state = _system_state()
+    with VirtualNetwork(["a", "b", "c"]) as net:
+        assert len(set(net.addresses.values())) == 3
+        assert all(a.startswith(str(net.subnet.network_address)[:-1]) for a in net.addresses.values())
+        hostname = net.run("a", ["ip", "-4", "-o", "addr", "show", "dev", netns.HOST_IF]).stdout
+        assert net.address("a") in hostname and net.address("b") not in hostname
+        assert _system_state() == state  # nothing created in the machine's own namespace
+        nbytes = 3_000_000
+        with net.measure() as traffic:
+            _, got = _send(net, "a", "b", nbytes)
+        assert got == nbytes
+        # frames carry Ethernet/IP/TCP headers: a little more than the payload, never less
+        assert nbytes <= traffic.sent["a"] <= 1.08 * nbytes
+        assert traffic.received["b"] == traffic.sent["a"]  # one cable, two counters, same bytes
+        assert traffic.sent["c"] < 1000 and traffic.received["c"] < 1000  # c only hears broadcasts
+        assert traffic.sent["b"] < 0.05 * nbytes  # acknowledgements
+    assert _ours(os.getpid()) == [] and _system_state() == state
+
+
+@needs_netns
+def test_a_shaped_link_is_never_faster_than_its_rate():
+    with VirtualNetwork(["a", "b"], rate="20mbit") as net:
+        shown = net.qdiscs("a")
+        assert shown.count("tbf") == 2 and shown.count("rate 20Mbit") == 2  # both directions
+        nbytes = 1_000_000
+        seconds, got = _send(net, "a", "b", nbytes)
+        model = transfer_seconds(nbytes, "20mbit")
+        assert got == nbytes and seconds >= 0.9 * model  # a rate limiter can only slow things
+        net.set_link("a", rate="5mbit", latency="100ms")
+        assert net.qdiscs("a").count("rate 5Mbit") == 2 and "lat 100ms" in net.qdiscs("a")
+        try:
+            net.set_link("a", rate=None, delay="5ms")
+        except NetworkUnavailableError as err:  # a kernel without sch_netem (the CI's has none)
+            assert "no netem qdisc" in str(err) and net.link("a")["delay_ms"] == 0.0
+        else:
+            assert "tbf" not in net.qdiscs("a").split("switch port")[0] and "delay 5ms" in net.qdiscs("a")
+            assert net.link("a") == {"rate": "unshaped", "delay_ms": 5.0, "latency_ms": 100.0, "cut": False}
+
+
+@needs_netns
+def test_cut_and_restore():
+    with VirtualNetwork(["a", "b"]) as net:
+        net.cut("b")
+        assert net.link("b")["cut"]
+        probe = [sys.executable, "-c", CLIENT, net.address("b"), "10", "1"]
+        assert net.run("a", probe, timeout=30).returncode != 0  # nobody answers
+        net.restore("b")
+        seconds, got = _send(net, "a", "b", 1000)
+        assert got == 1000
+
+
+@needs_netns
+def test_errors_inside_the_block_still_clean_up_and_kill_processes_inside():
+    state = _system_state()
+    with pytest.raises(RuntimeError, match="boom"):
+        with VirtualNetwork(2) as net:
+            sleeper = net.popen("host1", ["sleep", "300"])
+            raise RuntimeError("boom")
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert _ours(os.getpid()) == [] and _system_state() == state
+    with pytest.raises(RuntimeError, match="does not exist"):
+        net.counters()
+    with pytest.raises(KeyError, match="no host 'x'"):
+        net.address("x")
+
+
+@needs_netns
+def test_cluster_link_bytes_in_a_task():
+    with VirtualNetwork(["worker:0", "worker:1"]) as net:
+        code = "from utils.netns import cluster_link_bytes; import json; print(json.dumps({h: [b.sent, b.received] for h, b in cluster_link_bytes().items()}))"
+        env = dict(os.environ, PYTHONPATH=str(ROOT), **net.task_env())
+        out = net.run("worker:1", [sys.executable, "-c", code], env=env)
+        assert out.returncode == 0, out.stderr
+        seen = json.loads(out.stdout)
+        assert set(seen) == {"worker:0", "worker:1"}
+        assert all(isinstance(v, int) for pair in seen.values() for v in pair)
+        assert isinstance(net.counters()["worker:0"], LinkBytes)
+
+
+CREATOR = """
+import signal, sys, time
+from utils.netns import VirtualNetwork
+net = VirtualNetwork(3, rate="50mbit").create()
+net.popen("host0", ["sleep", "300"])
+print("ready", flush=True)
+if sys.argv[1] == "fail":
+    with net:
+        raise SystemExit("failed on purpose")
+time.sleep(300)
+"""
+
+
+def _start_creator(mode: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CREATOR), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    assert len(_ours(proc.pid)) == 4  # three hosts and the switch
+    return proc
+
+
+def _wait_gone(pid: int, seconds: float = 15) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while _ours(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _ours(pid)
+
+
+@needs_netns
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["fail", "ctrl-c", "sigterm", "sigkill"])
+def test_the_creator_leaves_nothing_behind(how):
+    state = _system_state()
+    proc = _start_creator("fail" if how == "fail" else "wait")
+    if how == "ctrl-c":
+        proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: atexit destroys the network
+    elif how == "sigterm":
+        proc.send_signal(signal.SIGTERM)  # no Python clean-up at all: the watchdog's job
+    elif how == "sigkill":
+        proc.kill()
+    proc.wait(timeout=30)
+    assert _wait_gone(proc.pid) == []
+    assert _system_state() == state
+
+
+@needs_netns
+@pytest.mark.slow
+def test_reap_orphans_removes_a_dead_owners_leftovers_and_spares_live_ones():
+    proc = _start_creator("wait")
+    watchdogs = [pid for pid in _children(proc.pid) if b"-S\0-c" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert watchdogs, "the creator started no watchdog"
+    for pid in watchdogs:  # the watchdog dies first: as if both were killed together
+        os.kill(pid, signal.SIGKILL)
+    proc.kill()
+    proc.wait(timeout=30)
+    time.sleep(0.5)
+    assert len(_ours(proc.pid)) == 4  # left behind
+    with VirtualNetwork(2) as live:  # creating a network reaps dead owners first...
+        assert _ours(proc.pid) == []
+        assert reap_orphans() == []  # ...and never a live owner's network
+        assert live.alive and len(_ours(os.getpid())) == 3
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(text[text.rfind(")") + 2 :].split()[1]) == parent:
+                found.append(int(entry))
+    return found
