@@ -70,6 +70,7 @@ from typing import Any
 
 __all__ = [
     "LOOPBACK_LABEL",
+    "Gate",
     "MAX_HOSTS",
     "PREFIX",
     "LinkBytes",
@@ -717,6 +718,14 @@ class VirtualNetwork:
         """``{label: address}`` for every host."""
         return {label: h.address for label, h in self._hosts.items()}
 
+    def task_address(self, host: str, port: int = DEFAULT_PORT) -> str:
+        """``"10.213.0.2:2222"``: the host's address and the port its task listens on.
+
+        Every host has its own address, so every task can use the same port, as on real
+        machines. Used by ``utils.cluster.LocalCluster(network=...)`` to write ``TF_CONFIG``.
+        """
+        return f"{self.address(host)}:{port}"
+
     def namespace(self, host: str) -> str:
         """The name of the host's network namespace (``ip netns exec <name> ...``)."""
         return self._host(host).namespace
@@ -927,6 +936,65 @@ atexit.register(_destroy_all_live)
 
 
 # --------------------------------------------------------------------------------------------
+# A gate between a running job and the person who changes its network
+# --------------------------------------------------------------------------------------------
+class Gate:
+    """Files in a directory both sides see: the job says "ready for phase k" and waits for "go".
+
+    Notebook 10 changes link rates *while* a two-host job runs, so one job (one TensorFlow
+    start-up) measures several rates. The job (worker 0) calls :meth:`ready` with the
+    results so far and :meth:`wait_go`; the notebook calls :meth:`wait_ready`, reshapes the
+    network, then :meth:`go`.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = os.fspath(directory)
+        os.makedirs(self.directory, exist_ok=True)
+
+    def _path(self, kind: str, phase: int) -> str:
+        return os.path.join(self.directory, f"{kind}-{phase}.json")
+
+    # -- the job's side -------------------------------------------------------------------------
+    def ready(self, phase: int, payload: Any = None) -> None:
+        """Say "ready for ``phase``", handing over ``payload`` (JSON) to the other side."""
+        tmp = self._path("ready", phase) + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(payload, f)
+        os.replace(tmp, self._path("ready", phase))  # appears whole or not at all
+
+    def wait_go(self, phase: int, timeout: float = 600.0) -> None:
+        """Block until the other side said "go" for ``phase``."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self._path("go", phase)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no 'go' for phase {phase} within {timeout:g} s")
+            time.sleep(0.02)
+
+    # -- the operator's side --------------------------------------------------------------------
+    def wait_ready(self, phase: int, timeout: float = 600.0, failed: Any = None) -> Any:
+        """Wait for the job's "ready for ``phase``" and return its payload.
+
+        ``failed`` (a callable) is asked while waiting; a true answer (e.g. a message that a
+        task exited) raises ``RuntimeError`` at once instead of waiting out the timeout.
+        """
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self._path("ready", phase)):
+            problem = failed() if failed is not None else None
+            if problem:
+                raise RuntimeError(f"the job stopped before phase {phase}: {problem}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the job was not ready for phase {phase} within {timeout:g} s")
+            time.sleep(0.05)
+        with open(self._path("ready", phase)) as f:
+            return json.load(f)
+
+    def go(self, phase: int) -> None:
+        """Let the job start ``phase``."""
+        with open(self._path("go", phase), "w") as f:
+            f.write("go")
+
+
+# --------------------------------------------------------------------------------------------
 # Fallback: the same API on loopback
 # --------------------------------------------------------------------------------------------
 class LoopbackNetwork:
@@ -979,6 +1047,11 @@ class LoopbackNetwork:
     @property
     def addresses(self) -> dict[str, str]:
         return dict.fromkeys(self.labels, "127.0.0.1")
+
+    def task_address(self, host: str, port: int = DEFAULT_PORT) -> None:
+        """None: on loopback all tasks share one address, the launcher picks free ports."""
+        self.address(host)
+        return None
 
     def command(self, host: str, argv: Sequence[str] = ()) -> list[str]:
         self.address(host)
