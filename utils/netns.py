@@ -81,7 +81,9 @@ __all__ = [
     "check_transfer_fits",
     "cluster_link_bytes",
     "leftovers",
+    "machine_prefixes",
     "make_network",
+    "send_bytes",
     "network_problem",
     "parse_delay",
     "parse_rate",
@@ -508,8 +510,11 @@ _LIVE: weakref.WeakSet[VirtualNetwork] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 
 
-def _routes_and_addresses() -> list[ipaddress.IPv4Network]:
-    """The IPv4 prefixes of this machine's routes (all tables) and its own addresses."""
+def machine_prefixes() -> list[ipaddress.IPv4Network]:
+    """The IPv4 prefixes of this machine's routes (all tables) and its own addresses.
+
+    A virtual network's subnet must overlap none of them (notebook 10 checks it).
+    """
     nets: list[ipaddress.IPv4Network] = []
     for argv in (["-4", "-j", "route", "show", "table", "all"], ["-4", "-j", "addr", "show"]):
         result = subprocess.run([_ip(), *argv], capture_output=True, text=True)
@@ -527,7 +532,7 @@ def _routes_and_addresses() -> list[ipaddress.IPv4Network]:
 
 
 def _choose_subnet(subnet: str | None, n_hosts: int) -> ipaddress.IPv4Network:
-    taken = _routes_and_addresses()
+    taken = machine_prefixes()
     if subnet is not None:
         net = _check_subnet_syntax(subnet, n_hosts)
         clash = next((t for t in taken if t.overlaps(net)), None)
@@ -936,6 +941,73 @@ atexit.register(_destroy_all_live)
 
 
 # --------------------------------------------------------------------------------------------
+# One measured transfer (a "hello" over the network, and the tests)
+# --------------------------------------------------------------------------------------------
+_SERVER = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); print("listening", flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    d = c.recv(1 << 20)
+    if not d:
+        break
+    n += len(d)
+c.sendall(b"k"); print(n, flush=True)
+"""
+_CLIENT = """
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[4]))
+t = time.perf_counter(); s.sendall(b"x" * int(sys.argv[3])); s.shutdown(socket.SHUT_WR); s.recv(1)
+print(time.perf_counter() - t)
+"""
+
+
+def send_bytes(
+    net: VirtualNetwork | LoopbackNetwork,
+    src: str,
+    dst: str,
+    nbytes: int,
+    *,
+    port: int = 5000,
+    timeout: float = 60,
+) -> tuple[float, int]:
+    """Send ``nbytes`` over TCP from host ``src`` to host ``dst``: ``(seconds, bytes received)``.
+
+    The seconds run from the first byte sent to the receiver's acknowledgement of the last.
+    A server runs in ``dst``'s namespace, a client in ``src``'s (plain Python sockets).
+    Raises ``RuntimeError`` when the transfer fails (e.g. the link is cut). Notebook 10, tests.
+    """
+    if nbytes < 1:
+        raise ValueError(f"nbytes must be >= 1, got {nbytes}")
+    bind = "0.0.0.0" if net.shaped else "127.0.0.1"
+    server = net.popen(
+        dst,
+        [sys.executable, "-c", _SERVER, bind, str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if server.stdout is None or server.stdout.readline().strip() != "listening":
+            raise RuntimeError(
+                f"the receiver on {dst} did not start: {server.stderr.read() if server.stderr else ''}"
+            )
+        argv = [sys.executable, "-c", _CLIENT, net.address(dst), str(port), str(nbytes), str(timeout)]
+        client = net.run(src, argv, timeout=timeout + 30)
+        if client.returncode != 0:
+            raise RuntimeError(
+                f"sending from {src} to {dst} failed: {client.stderr.strip().splitlines()[-1:]}"
+            )
+        received = int(server.communicate(timeout=timeout)[0].strip())
+        return float(client.stdout), received
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+
+
+# --------------------------------------------------------------------------------------------
 # A gate between a running job and the person who changes its network
 # --------------------------------------------------------------------------------------------
 class Gate:
@@ -1117,11 +1189,16 @@ class LoopbackNetwork:
 def make_network(hosts: int | Sequence[str], **link: Any) -> VirtualNetwork | LoopbackNetwork:
     """A :class:`VirtualNetwork` where namespaces work, else a :class:`LoopbackNetwork`.
 
-    In the fallback case prints one line saying what is missing. Keyword arguments are
+    In the fallback case prints one line (once per process) saying what is missing. Keyword arguments are
     :class:`VirtualNetwork`'s (bad ones raise ``ValueError`` either way). Notebook 10.
     """
     problem = network_problem()
     if problem is None:
         return VirtualNetwork(hosts, **link)
-    print(f"{LOOPBACK_LABEL}: {problem}")
+    if problem not in _SAID:
+        print(f"{LOOPBACK_LABEL}: {problem}")
+        _SAID.add(problem)
     return LoopbackNetwork(hosts, reason=problem, **link)
+
+
+_SAID: set[str] = set()  # the fallback line is printed once per process

@@ -3,10 +3,10 @@
 Start one copy per task with its own ``TF_CONFIG`` (a ``chief``, ``N`` workers, one ``ps``;
 notebook 10 starts them with ``utils.cluster.run_workers(..., network=net)``)::
 
-    python scripts/workers/net_ps_training.py --bytes 2000000 --steps 3
+    python scripts/workers/net_ps_training.py --bytes 2000000 --steps 3 --done-file /tmp/done
 
-Workers and the parameter server serve (``tf.distribute.Server``) until they are stopped; the
-chief is the coordinator: ``ParameterServerStrategy`` + ``ClusterCoordinator``. The model is one
+Workers and the parameter server serve (``tf.distribute.Server``) until the chief writes
+``--done-file`` (a file all hosts see); the chief is the coordinator: ``ParameterServerStrategy`` + ``ClusterCoordinator``. The model is one
 float32 variable of ``--bytes`` bytes on the parameter server, trained with plain SGD on a
 quadratic loss: in each step a worker reads the variable (M bytes from the PS) and sends its
 gradient back (M bytes to the PS), where the update runs. After a warm-up round, the chief
@@ -29,26 +29,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bytes", type=int, default=2_000_000, help="size M of the model")
     parser.add_argument("--steps", type=int, default=3, help="measured rounds (one step per worker)")
+    parser.add_argument("--done-file", required=True, help="the chief creates it when it is done")
     args = parser.parse_args()
 
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.netns import cluster_link_bytes
-
-    # --- the distributed lines ---------------------------------------------------------------
+    # --- the distributed lines (every task) --------------------------------------------------
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if resolver.task_type in ("worker", "ps"):  # workers and parameter servers just serve
         os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
-        server = tf.distribute.Server(
+        server = tf.distribute.Server(  # starts serving at once
             resolver.cluster_spec(),
             job_name=resolver.task_type,
             task_index=resolver.task_id,
             config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4),
             protocol="grpc",
         )
-        server.join()
-        return
+        print(f"{resolver.task_type}:{resolver.task_id} serving at {server.target}", flush=True)
+        while not os.path.exists(args.done_file):  # serve until the chief is done
+            time.sleep(0.2)
+        os._exit(0)  # a tf.distribute.Server cannot be stopped; leave without waiting for it
+    # -----------------------------------------------------------------------------------------
+    try:
+        train(args, tf, resolver)
+    finally:
+        Path(args.done_file).touch()
+
+
+def train(args: argparse.Namespace, tf, resolver) -> None:
+    """The coordinator's program (the chief)."""
+    from utils.cluster import report
+    from utils.netns import cluster_link_bytes
+
+    # --- the distributed lines ---------------------------------------------------------------
     strategy = tf.distribute.ParameterServerStrategy(resolver)  # the chief coordinates
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():

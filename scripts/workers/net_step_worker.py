@@ -11,7 +11,8 @@ under ``MultiWorkerMirroredStrategy`` (RING all-reduce). Before each phase worke
 meanwhile the notebook sets the link rate. In each phase both workers measure
 
 - ``t1``: the compute of one step (forward, backward, gradients) with no communication,
-- ``step``: one real training step (compute + all-reduce of the gradients + update),
+- ``step``: one real training step (compute + all-reduce of the gradients + update), and
+  ``comm``: the median of step minus compute, both measured back to back,
 - ``t2``: an all-reduce of ``--allreduce-bytes`` bytes, and ``tiny``: of 4 bytes (latency),
 - the bytes each host's card sent during the training steps (kernel counters),
 
@@ -122,15 +123,22 @@ def main() -> None:
             gate.ready(phase, results)
             gate.wait_go(phase)
         all_reduce_tiny()  # barrier: worker 1 waits here while the link changes
-        row = {"phase": phase}
-        row["t1"] = median_seconds(lambda: compute_only(x, y), args.steps)
-        all_reduce_tiny()
-        before = cluster_link_bytes() if index == 0 else None
-        row["step"] = median_seconds(lambda: train_step(x, y), args.steps)
-        all_reduce_tiny()
-        after = cluster_link_bytes() if index == 0 else None
-        if before:
-            row["sent_per_step"] = {h: (after[h].sent - before[h].sent) / args.steps for h in before}
+        row: dict = {"phase": phase}
+        t1s, steps, sent = [], [], []
+        for _ in range(args.steps):  # alternate, so that both see the same load on the cores
+            t1s.append(median_seconds(lambda: compute_only(x, y), 1))
+            all_reduce_tiny()
+            before = cluster_link_bytes() if index == 0 else None
+            steps.append(median_seconds(lambda: train_step(x, y), 1))
+            all_reduce_tiny()
+            after = cluster_link_bytes() if index == 0 else None
+            if before:
+                sent.append({h: after[h].sent - before[h].sent for h in before})
+        row["t1"] = statistics.median(t1s)
+        row["step"] = statistics.median(steps)
+        row["comm"] = statistics.median(s - t for s, t in zip(steps, t1s, strict=True))  # step - compute
+        if sent:  # bytes of one step (the barrier's few hundred bytes included)
+            row["sent_per_step"] = {h: statistics.median(d[h] for d in sent) for h in sent[0]}
         row["t2"] = median_seconds(all_reduce_big, args.repeats)
         row["tiny"] = median_seconds(all_reduce_tiny, args.repeats * 3)
         results.append(row)
