@@ -42,7 +42,7 @@ needs_netns = pytest.mark.skipif(PROBLEM is not None, reason=f"no network namesp
 
 def _ours(pid: int) -> list[str]:
     """The namespaces of the process ``pid`` (what it must not leave behind)."""
-    return [n for n in leftovers() if n.startswith(f"{netns.PREFIX}-{pid}-")]
+    return leftovers(owner=pid)
 
 
 def _system_state() -> tuple[str, str]:
@@ -246,7 +246,8 @@ def test_hosts_have_their_own_addresses_and_the_kernel_counts_their_bytes():
         assert got == nbytes
         # frames carry Ethernet/IP/TCP headers: a little more than the payload, never less
         assert nbytes <= traffic.sent["a"] <= 1.08 * nbytes
-        assert traffic.received["b"] == traffic.sent["a"]  # one cable, two counters, same bytes
+        # one cable, two counters: the same bytes but for a last ACK or two in flight between the reads
+        assert abs(traffic.received["b"] - traffic.sent["a"]) <= 2 * 66
         assert traffic.sent["c"] < 1000 and traffic.received["c"] < 1000  # c only hears broadcasts
         assert traffic.sent["b"] < 0.05 * nbytes  # acknowledgements
     assert _ours(os.getpid()) == [] and _system_state() == state

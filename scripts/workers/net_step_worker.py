@@ -120,7 +120,7 @@ def main() -> None:
     for phase in range(args.phases):
         all_reduce_tiny()  # barrier
         if index == 0:
-            gate.ready(phase, results)
+            gate.ready(phase, {"grad_bytes": grad_bytes, "phases": results})
             gate.wait_go(phase)
         all_reduce_tiny()  # barrier: worker 1 waits here while the link changes
         row: dict = {"phase": phase}
@@ -144,7 +144,7 @@ def main() -> None:
         results.append(row)
         print(f"worker:{index} phase {phase}: " + json.dumps(row), flush=True)
     if index == 0:
-        gate.ready(args.phases, results)
+        gate.ready(args.phases, {"grad_bytes": grad_bytes, "phases": results})
     report(
         task=f"worker:{index}",
         replicas=strategy.num_replicas_in_sync,
