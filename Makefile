@@ -5,51 +5,55 @@
 
 VENV      := .venv
 PY        := $(VENV)/bin/python
-NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
 
-.PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench clean
+.PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench gpu-check clean
 
 venv:
-	@bash scripts/bootstrap.sh
+	@bash tools/bootstrap.sh
 
 lab: venv
 	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Unit tests, then notebooks 00-06, while the Horovod environment builds in the background;
+# Unit tests, then the notebooks (and the Colab rehearsal), while the Horovod environment builds in the background;
 # then notebook 07 in it. The parts alone: test-unit, test-notebooks, test-horovod.
 test: venv
-	@bash scripts/run_tests.sh all
+	@bash tools/run_tests.sh all
 
 test-unit: venv
-	@bash scripts/run_tests.sh unit
+	@bash tools/run_tests.sh unit
 
 test-notebooks: venv
-	@bash scripts/run_tests.sh notebooks
+	@bash tools/run_tests.sh notebooks
 
 # Notebook 07 runs in its own environment (Horovod 0.28.1 needs TensorFlow 2.12).
 test-horovod: venv
-	@bash scripts/run_tests.sh horovod
+	@bash tools/run_tests.sh horovod
 
 horovod: venv
-	bash scripts/setup_horovod.sh
+	bash tools/setup_horovod.sh
 
 # Full settings, executed copies and HTML in build/ (takes a while on a CPU).
-# (one notebook at a time, 07 in its own kernel: see scripts/run_full.sh)
+# (one notebook at a time, 07 in its own kernel: see tools/run_full.sh)
 run: venv
-	@bash scripts/run_full.sh
+	@bash tools/run_full.sh
 
 # Strip outputs and normalise notebook metadata (the hygiene test checks the same).
 format: venv
-	$(PY) scripts/nbclean.py $(NOTEBOOKS)
-	$(PY) -m ruff check --fix utils tests scripts notebooks
+	$(PY) tools/nbclean.py $(NOTEBOOKS)
+	$(PY) -m ruff check --fix utils tests scripts benchmarks tools notebooks
 
 lint: venv
-	$(PY) scripts/nbclean.py --check $(NOTEBOOKS)
-	$(PY) -m ruff check utils tests scripts notebooks
+	$(PY) tools/nbclean.py --check $(NOTEBOOKS)
+	$(PY) -m ruff check utils tests scripts benchmarks tools notebooks
 
 bench: venv
-	@for script in scripts/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# For machines with GPUs: notebooks 00-06 on the GPU path (smoke settings), report in build/.
+gpu-check: venv
+	$(PY) scripts/gpu_check.py
 
 clean:
 	rm -rf build images .pytest_cache .ruff_cache

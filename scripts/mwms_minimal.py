@@ -5,7 +5,7 @@ Used by ``docs/cluster.md`` (several machines, Slurm, Kubernetes) and by ``tests
 
 Who this process is comes from the environment:
 
-- ``TF_CONFIG`` (set by hand, by ``python -m utils.cluster``, by ``utils.cluster.LocalCluster``
+- ``TF_CONFIG`` (set by hand, by ``python -m utils.tfconfig``, by ``utils.cluster.LocalCluster``
   or by the Kubeflow TFJob operator), or
 - ``--slurm``: Slurm's variables (``SLURM_PROCID``, ``SLURM_STEP_NODELIST``, ...) through
   ``tf.distribute.cluster_resolver.SlurmClusterResolver``.

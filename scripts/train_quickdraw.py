@@ -134,15 +134,18 @@ def make_strategy(name: str, logical_devices: int) -> Any:
     """The ``tf.distribute`` strategy for ``--strategy`` (create it before other TF work)."""
     import tensorflow as tf
 
-    from utils.devices import configure_devices, strategy_devices
+    from utils import devices
 
     if name == "multiworker":
         if "TF_CONFIG" not in os.environ:
             print("warning: TF_CONFIG is not set; MultiWorkerMirroredStrategy runs as one worker")
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    configure_devices(logical_devices if not tf.config.list_physical_devices("GPU") else 1)
+        worker = devices.configure_worker()  # the devices utils.cluster assigned (none set by hand: AUTO)
+        options = tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    plan = devices.apply_plan(devices.plan_devices(devices.detect_gpus(), logical_devices))
+    print(f"replicas: {plan.describe()}")
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(strategy_devices())
+        return tf.distribute.MirroredStrategy(devices.strategy_devices())
     return tf.distribute.get_strategy()
 
 
@@ -169,8 +172,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
     from utils import quickdraw as qd
-    from utils.doodle_models import build_model
     from utils.metrics import MapAtK
+    from utils.models import build_model
 
     keras.utils.set_random_seed(args.seed)
     tf.get_logger().setLevel("ERROR")

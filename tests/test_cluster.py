@@ -1,4 +1,4 @@
-"""Tests for utils.cluster: local launcher cleanup, TF_CONFIG building/validation, PS cluster."""
+"""Tests for utils.cluster: local launcher, device assignment, clean-up, PS cluster."""
 
 from __future__ import annotations
 
@@ -19,16 +19,12 @@ from utils.cluster import (
     ClusterTimeoutError,
     LocalCluster,
     WorkerFailedError,
-    build_cluster_spec,
     free_ports,
-    make_tf_config,
-    parse_address,
-    parse_tf_config,
     port_is_free,
     run_workers,
-    tf_config_for_task,
-    tf_configs_for_hosts,
 )
+from utils.devices import GpuInfo
+from utils.tfconfig import parse_tf_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -134,87 +130,6 @@ def test_port_is_free_sees_a_listening_socket():
 
 
 # ---- TF_CONFIG ----------------------------------------------------------------------------
-def test_tf_config_round_trip():
-    spec = build_cluster_spec(["n1:2222", "n2"], ps="n3:2223", chief="n0", default_port=2222)
-    assert spec == {
-        "chief": ["n0:2222"],
-        "worker": ["n1:2222", "n2:2222"],
-        "ps": ["n3:2223"],
-    }
-    for task_type, hosts in spec.items():
-        for i in range(len(hosts)):
-            text = make_tf_config(spec, (task_type, i))
-            assert parse_tf_config(text) == (spec, task_type, i)
-            assert json.loads(text)["task"] == {"type": task_type, "index": i}
-
-
-def test_tf_configs_for_hosts_covers_every_task_and_ipv6():
-    configs = tf_configs_for_hosts("a:1,b:2", ps=["[::1]:3"])
-    assert sorted(configs) == [("ps", 0), ("worker", 0), ("worker", 1)]
-    assert json.loads(configs[("ps", 0)])["cluster"]["ps"] == ["[::1]:3"]
-    one = tf_config_for_task(["a:1", "b:2"], "worker:1")
-    assert parse_tf_config(one)[1:] == ("worker", 1)
-
-
-@pytest.mark.parametrize(
-    ("workers", "kwargs", "message"),
-    [
-        ([], {}, "worker host list is empty"),
-        ("", {}, "worker host list is empty"),
-        (["a:1", ""], {}, "empty"),
-        ([" a:1"], {}, "whitespace"),
-        (["a"], {}, "no port"),
-        (["a:x"], {}, "not a number"),
-        (["a:0"], {}, "outside 1..65535"),
-        (["a:70000"], {}, "outside 1..65535"),
-        (["bad_host:1"], {}, "not a valid host name"),
-        (["::1:2"], {}, "IPv6"),
-        (["[::1:2"], {}, "unclosed"),
-        (["a:1", "a:1"], {}, "used twice"),
-        (["a:1"], {"ps": ["a:1"]}, "used twice"),
-        (["a:1"], {"chief": ["b:1", "c:1"]}, "at most one chief"),
-    ],
-)
-def test_bad_host_lists_give_clear_errors(workers, kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        build_cluster_spec(workers, **kwargs)
-
-
-@pytest.mark.parametrize(
-    ("task", "message"),
-    [
-        ("worker:2", "out of range"),
-        ("ps:0", "no 'ps' job"),
-        ("boss:0", "not one of"),
-        ("worker", "type:index"),
-        ("worker:x", "not a number"),
-    ],
-)
-def test_bad_tasks(task, message):
-    with pytest.raises(ValueError, match=message):
-        tf_config_for_task(["a:1", "b:1"], task)
-
-
-def test_parse_tf_config_rejects_garbage():
-    with pytest.raises(ValueError, match="not valid JSON"):
-        parse_tf_config("{")
-    with pytest.raises(ValueError, match="'cluster' and 'task'"):
-        parse_tf_config('{"cluster": {}}')
-
-
-def test_parse_address_defaults():
-    assert parse_address("node-1.example.org", 2222) == ("node-1.example.org", 2222)
-    assert parse_address("[fe80::1]:5") == ("fe80::1", 5)
-
-
-def test_command_line(capsys):
-    assert uc.main(["--workers", "h1,h2", "--port", "2222", "--task", "worker:1"]) == 0
-    cfg = json.loads(capsys.readouterr().out)
-    assert cfg == {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker", "index": 1}}
-    assert uc.main(["--workers", "h1", "--task", "worker:0"]) == 2
-    assert "no port" in capsys.readouterr().err
-
-
 # ---- local launcher -----------------------------------------------------------------------
 def test_run_workers_function_reports_and_cleans_up(capsys):
     cluster = LocalCluster("tests.test_cluster:ok_worker", 3, args=[7], stream=True, timeout=60)
@@ -277,6 +192,43 @@ def test_env_and_task_env():
     assert result.reports == [{"color": "grey", "shared": "s"}, {"color": "red", "shared": "s"}]
     with pytest.raises(ValueError, match="not in the cluster"):
         LocalCluster(env_worker, 2, task_env={"worker:2": {}})
+
+
+def device_worker() -> None:
+    import json
+    import os
+
+    from utils.cluster import report
+    from utils.devices import configure_worker
+
+    worker = configure_worker()  # no TensorFlow needed when nothing has to be capped
+    plan = json.loads(os.environ["COURSE_WORKER_DEVICES"])
+    report(cuda=os.environ["CUDA_VISIBLE_DEVICES"], growth=os.environ["TF_FORCE_GPU_ALLOW_GROWTH"],
+           collective=worker.collective, task=plan["task"])
+
+
+@pytest.mark.parametrize(
+    ("n_gpus", "visible", "expected"),
+    [(0, None, ["-1", "-1"]), (1, None, ["0", "0"]), (2, None, ["0", "1"]), (4, "3,5,6,7", ["3", "5"])],
+)
+def test_workers_get_the_devices_of_the_plan(monkeypatch, n_gpus, visible, expected):
+    """Faked GPUs in the launcher: each worker process sees its own CUDA_VISIBLE_DEVICES."""
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    fake = [GpuInfo("Tesla T4", 15360)] * n_gpus
+    result = run_workers(device_worker, 2, gpus=fake, timeout=60)
+    assert [r["cuda"] for r in result.reports] == expected
+    assert [r["task"] for r in result.reports] == ["worker:0", "worker:1"]
+    assert {r["growth"] for r in result.reports} == {"true"}
+    collective = {0: "RING", 1: "RING", 2: "NCCL", 4: "NCCL"}[n_gpus]  # shared GPU: never NCCL
+    assert {r["collective"] for r in result.reports} == {collective}
+
+
+def test_task_env_wins_over_the_plan():
+    result = run_workers(device_worker, 2, gpus=[GpuInfo("T4", 15360)] * 2, task_env={"worker:1": {"CUDA_VISIBLE_DEVICES": "-1"}})
+    assert [r["cuda"] for r in result.reports] == ["0", "-1"]
 
 
 def test_script_target(tmp_path):

@@ -39,7 +39,7 @@ def test_configure_same_again_is_noop_and_conflict_is_clear() -> None:
     assert result.ok, result.tail()
     out = result.stdout
     assert "devices 3 ['/device:CPU:0', '/device:CPU:1']" in out
-    assert "3 logical CPU devices stand in for GPUs" in out
+    assert "3 logical CPU devices stand in for GPUs" in out  # no plan applied: read from TensorFlow
     assert "rows 3" in out
     assert "conflict:" in out and "Restart the kernel" in out
 
@@ -79,7 +79,8 @@ def test_setup_twice_same_is_fine_and_different_is_clear() -> None:
         timeout=180,
     )
     assert result.ok, result.tail()
-    assert "Chapter 00 · TensorFlow 2.21" in result.stdout
+    assert "Chapter 00 · Python 3." in result.stdout and "TensorFlow 2.21" in result.stdout
+    assert "Replicas: 2 replicas on logical CPU devices" in result.stdout  # the plan, in one line
     assert "DeviceConfigError" in result.stdout
 
 
@@ -97,3 +98,22 @@ def test_setup_rejects_a_wrong_tensorflow_version() -> None:
     )
     assert result.ok, result.tail()
     assert "written for TensorFlow 2.12.x but the kernel has 2.21" in result.stdout
+
+
+def test_worker_with_a_memory_cap_on_a_cpu_only_machine_starts() -> None:
+    """configure_worker applies a shared-GPU cap; without GPUs there is nothing to cap, and no error."""
+    result = run_python(
+        """
+        import json, os
+        os.environ["COURSE_WORKER_DEVICES"] = json.dumps(
+            {"task": "worker:1", "gpus": [0], "memory_limit_mb": 2048, "shared": True, "collective": "RING"})
+        from utils import devices
+        worker = devices.configure_worker()
+        import tensorflow as tf
+        print(worker.collective, worker.memory_limit_mb, len(tf.config.list_logical_devices("CPU")),
+              devices.applied_request().gpu_memory_limit_mb)
+        """,
+        timeout=180,
+    )
+    assert result.ok, result.tail()
+    assert result.stdout.split() == ["RING", "2048", "1", "2048"]

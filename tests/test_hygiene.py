@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.nbclean import KERNELS, needs_cleaning
 from utils import config
-from utils.nbclean import KERNELS, needs_cleaning
 
 ROOT = config.PROJECT_ROOT
 NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
@@ -84,7 +84,11 @@ def test_notebook_shape(path: Path) -> None:
     assert match, f"{path.name}: first line must be '# N · English title (中文)', got {title!r}"
     assert int(match.group(1)) == number, f"{path.name}: title number {match.group(1)} ≠ {number}"
     markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    assert config.colab_url(path.name) in markdown, f"{path.name}: Open-in-Colab badge missing or wrong"
+    if nb["metadata"]["kernelspec"]["name"] == "horovod":  # Horovod's environment cannot run on Colab
+        assert "colab.research.google.com" not in markdown, f"{path.name}: no Colab button for a Horovod notebook"
+        assert "*No Colab button:*" in markdown, f"{path.name}: say why there is no Colab button"
+    else:
+        assert config.colab_url(path.name) in markdown, f"{path.name}: Open-in-Colab badge missing or wrong"
     assert config.source_url(path.name) in markdown, f"{path.name}: View-source link missing or wrong"
     for heading in ("## Overview", "## Setup", "## Summary", "## Exercises"):
         assert heading in markdown, f"{path.name}: no '{heading}' section"
@@ -95,6 +99,22 @@ def test_notebook_shape(path: Path) -> None:
     assert '"google.colab" in sys.modules' in source, f"{path.name}: setup cell lacks Colab detection"
     asserts = sum("assert " in "".join(c["source"]) for c in code_cells(nb))
     assert asserts >= 1, f"{path.name}: no cell checks a claim with assert"
+
+
+def setup_cell(path: Path) -> str:
+    cells = [c for c in code_cells(load(path)) if "course = utils.setup(" in "".join(c["source"])]
+    return "".join(cells[0]["source"]) if cells else ""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cells_are_the_same_but_for_the_setup_arguments(path: Path) -> None:
+    """Every python3 notebook starts alike (COURSE_STYLE.md): notebook 00's cell, other arguments."""
+    if load(path)["metadata"]["kernelspec"]["name"] != "python3":
+        return
+    template = setup_cell(config.NOTEBOOKS_DIR / "00_course_overview.ipynb")
+    strip = re.compile(r"course = utils\.setup\(.*\)\s*$", re.S)
+    assert strip.sub("", setup_cell(path)) == strip.sub("", template), f"{path.name}: setup cell differs from 00's"
+    assert "COURSE_REPO_URL" in template and config.COURSE_REPO in template  # the clone URL and its override
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -124,7 +144,7 @@ def test_old_name_patterns_catch_old_code() -> None:
 
 def test_ruff_passes() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "utils", "tests", "scripts", "notebooks"],
+        [sys.executable, "-m", "ruff", "check", "utils", "tests", "scripts", "benchmarks", "tools", "notebooks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -21,7 +21,7 @@ import uuid
 import pytest
 
 from utils import config
-from utils.process import kill_process_group
+from utils.process import stop_child
 
 pytestmark = pytest.mark.slow
 
@@ -141,7 +141,7 @@ def test_jupyterlab_serves_the_course() -> None:
         api(base, token, "/api/shutdown", "POST")
         server.wait(timeout=30)
     finally:
-        kill_process_group(server)
+        stop_child(server)
         server.stderr.close()
     assert server.poll() is not None
     deadline = time.monotonic() + 10

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from utils.nbclean import clean_notebook
+from tools.nbclean import clean_notebook
 
 
 def test_clean_notebook() -> None:

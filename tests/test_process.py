@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from utils import process
 from utils.process import run_python
 
 
@@ -56,3 +57,17 @@ def test_timeout_kills_the_whole_group(tmp_path) -> None:
 def test_bad_timeout() -> None:
     with pytest.raises(ValueError):
         run_python("pass", timeout=0)
+
+
+def test_run_until_kills_at_marker_and_runs_to_end() -> None:
+    loop = "import time\nfor i in range(1000):\n    print(f'step {i}', flush=True)\n    time.sleep(0.01)\n"
+    run = process.run_until(["-c", loop], kill_when=lambda line: line == "step 5")
+    assert run.killed and run.returncode == -9
+    assert run.lines[-1] == "step 5"
+    done = process.run_until(["-c", "print('hello'); import sys; sys.exit(3)"])
+    assert not done.killed and done.returncode == 3 and done.output == "hello"
+
+
+def test_run_until_timeout_kills_the_child() -> None:
+    with pytest.raises(TimeoutError, match="longer than"):
+        process.run_until(["-c", "import time; print('up', flush=True); time.sleep(60)"], timeout=1.0)

@@ -1,4 +1,4 @@
-"""``make test`` (scripts/run_tests.sh) and ``make run`` (scripts/run_full.sh): what they run,
+"""``make test`` (tools/run_tests.sh) and ``make run`` (tools/run_full.sh): what they run,
 in which order, and the clean-up of the background build.
 
 The script is run in a copy of the project layout with a fake Python (it logs its arguments)
@@ -17,21 +17,21 @@ import pytest
 
 from utils import config
 
-SCRIPT = config.PROJECT_ROOT / "scripts" / "run_tests.sh"
-RUN_FULL = config.PROJECT_ROOT / "scripts" / "run_full.sh"
+SCRIPT = config.PROJECT_ROOT / "tools" / "run_tests.sh"
+RUN_FULL = config.PROJECT_ROOT / "tools" / "run_full.sh"
 
 
 def make_project(
     tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0"
 ) -> Path:
     root = tmp_path / "project"
-    (root / "scripts").mkdir(parents=True)
+    (root / "tools").mkdir(parents=True)
     (root / "notebooks").mkdir()
     for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb"):
         (root / "notebooks" / name).write_text("{}")
-    (root / "scripts" / "run_tests.sh").write_text(SCRIPT.read_text())
-    (root / "scripts" / "run_full.sh").write_text(RUN_FULL.read_text())
-    (root / "scripts" / "setup_horovod.sh").write_text(
+    (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
+    (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
+    (root / "tools" / "setup_horovod.sh").write_text(
         f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
     )
     fake_python = root / "python"
@@ -46,7 +46,7 @@ def run(
     root: Path, script: str = "run_tests.sh", args: list[str] | None = None, **kwargs
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", f"scripts/{script}", *(args or [])],
+        ["bash", f"tools/{script}", *(args or [])],
         cwd=root,
         capture_output=True,
         text=True,
@@ -75,8 +75,9 @@ def test_runs_unit_tests_then_notebooks_then_horovod(tmp_path: Path) -> None:
     log = calls(root)
     assert log[0] == "-m pytest tests -m not horovod_env"
     assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in log[1] and "07_" not in log[1]
-    assert log[2] == "-m pytest tests -m horovod_env"
-    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[3]
+    assert log[2] == "tools/colab_rehearsal.py"  # after the notebooks, before notebook 07
+    assert log[3] == "-m pytest tests -m horovod_env"
+    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[4]
     assert "setup_horovod: fake build" in result.stdout  # the build's log is shown
 
 
@@ -84,14 +85,14 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 2
+    assert len(calls(root)) == 3  # unit tests, notebooks, Colab rehearsal; not notebook 07
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
 
 def test_failed_build_fails_the_run(tmp_path: Path) -> None:
     root = make_project(tmp_path, setup="exit 1")
     assert run(root).returncode == 1
-    assert len(calls(root)) == 2
+    assert len(calls(root)) == 3
 
 
 @pytest.mark.parametrize("how", ["failure", "interrupt"])
@@ -104,7 +105,7 @@ def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
     else:
         root = make_project(tmp_path, python_sleep=30, setup=slow_build)
         proc = subprocess.Popen(
-            ["bash", "scripts/run_tests.sh"],
+            ["bash", "tools/run_tests.sh"],
             cwd=root,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -6,26 +6,30 @@ collection and the Horovod environment (TensorFlow 2.12) stay fast and compatibl
 
 Modules (the notebook that introduces each is named in its docstring):
 
-- :mod:`utils.config`        – smoke/full mode, project paths (all notebooks)
-- :mod:`utils.notebook`      – ``setup`` and ``save_fig`` (all notebooks, from 00)
-- :mod:`utils.devices`       – logical devices, device report, strategy devices (00, 02, 03)
-- :mod:`utils.timing`        – Timer, Throughput, benchmark, EpochTimer (00, 01, 04–06)
-- :mod:`utils.process`       – run a snippet in a fresh interpreter (03 and tests)
-- :mod:`utils.allreduce`     – ring all-reduce and parameter-server simulations (01)
-- :mod:`utils.syncsim`       – synchronous vs asynchronous SGD simulation (01)
-- :mod:`utils.plots`         – the ring step by step, worker timelines (01)
-- :mod:`utils.cluster`       – TF_CONFIG, local worker processes, in-process PS cluster (02, 04–06)
-- :mod:`utils.training`      – doodle CNN, cached arrays, weight comparisons (04, 05)
-- :mod:`utils.quickdraw`     – Quick, Draw! formats, built-in doodles, renderer, tf.data (04, 06, 07)
-- :mod:`utils.doodle_models` – the capstone's MobileNet and compact CNN (06)
-- :mod:`utils.metrics`       – MAP@3 as NumPy and as a Keras metric (06)
-- :mod:`utils.submission`    – write and validate a Kaggle submission (06)
-- :mod:`utils.horovod`       – launch ``horovodrun`` jobs, read per-rank output (07)
-- :mod:`utils.horovod_job`   – what notebook 07's Horovod scripts share (07)
-- :mod:`utils.nbclean`       – strip notebook outputs (``make format`` and the hygiene test)
+- :mod:`utils.config`      – smoke/full mode, project paths (all notebooks)
+- :mod:`utils.notebook`    – ``setup``: versions, seeds, the device plan (all notebooks, from 00)
+- :mod:`utils.colab`       – what the setup cell installs on Colab (all notebooks but 07)
+- :mod:`utils.devices`     – the device plan for kernels and local workers, reports (00, 02, 03)
+- :mod:`utils.figures`     – plot style, ``save_fig``, notebook 01's ring and timeline figures
+- :mod:`utils.timing`      – Timer, Throughput, benchmark, EpochTimer (00, 01, 04–06)
+- :mod:`utils.process`     – child processes: start, watch, stop; ``run_python``, ``run_until`` (00, 03, 04)
+- :mod:`utils.tfconfig`    – TF_CONFIG and cluster specs, ``python -m utils.tfconfig`` (02)
+- :mod:`utils.cluster`     – local worker processes, in-process PS cluster (02, 04–06)
+- :mod:`utils.allreduce`   – ring all-reduce and parameter-server simulations (01)
+- :mod:`utils.syncsim`     – synchronous vs asynchronous SGD simulation (01)
+- :mod:`utils.models`      – the small CNN and the capstone's MobileNet (04–07)
+- :mod:`utils.training`    – worker kit: cached doodle arrays, weights digest and difference (04, 05, 07)
+- :mod:`utils.quickdraw`   – Quick, Draw! formats, built-in doodles, renderer, tf.data (04, 06, 07)
+- :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
+- :mod:`utils.submission`  – write and validate a Kaggle submission (06)
+- :mod:`utils.horovod`     – launch ``horovodrun`` jobs, read per-rank output (07)
+- :mod:`utils.horovod_job` – what notebook 07's Horovod scripts share (07)
+
+Project tooling (notebook cleaning, set-up, the test runner) lives in ``tools/``, not here.
 """
 
 from utils.config import SMOKE, choose, is_smoke
-from utils.notebook import save_fig, setup
+from utils.figures import save_fig
+from utils.notebook import setup
 
 __all__ = ["SMOKE", "choose", "is_smoke", "save_fig", "setup"]

@@ -1,23 +1,25 @@
-"""Local clusters for multi-worker and parameter-server training, and TF_CONFIG for real ones.
+"""Local clusters: worker processes with their own ``TF_CONFIG`` and devices, and an
+in-process parameter-server cluster.
 
-Introduced in notebook 02 (Strategy APIs); used by notebooks 04, 05 and 06 and their scripts.
-TensorFlow is imported only inside :func:`start_in_process_ps_cluster`, so this module also
-works in the Horovod environment (TensorFlow 2.12) and in tests without TensorFlow.
+Introduced in notebook 02 (Strategy APIs); used by notebooks 04, 05 and 06 and their worker
+programs in ``scripts/workers/``. ``TF_CONFIG`` text itself is :mod:`utils.tfconfig`; child
+processes are started and stopped by :mod:`utils.process`; devices are assigned by
+:func:`utils.devices.plan_workers`. TensorFlow is imported only inside
+:func:`start_in_process_ps_cluster`, so this module also works in the Horovod environment
+(TensorFlow 2.12) and in tests without TensorFlow.
 
-API
-===
-
-Local multi-worker runs (one OS process per task, each with its own ``TF_CONFIG``)::
+Local multi-worker runs (one OS process per task)::
 
     from utils.cluster import LocalCluster, run_workers
 
-    result = run_workers("scripts/my_worker.py", num_workers=2, args=["--steps", "5"],
+    result = run_workers("scripts/workers/my_worker.py", num_workers=2, args=["--steps", "5"],
                          timeout=180, stream=True, env={"TF_USE_LEGACY_KERAS": "1"})
     print(result.chief.log)          # worker 0's stdout+stderr (the chief of MWMS)
     result.reports                   # [{...}, {...}]: what each worker passed to report()
 
     with LocalCluster(train_fn, num_workers=2) as cluster:   # same, step by step
         print(cluster.tf_configs)    # {("worker", 0): "{...}", ...}
+        print(cluster.devices)       # {"worker:0": WorkerDevices(...), ...}
         result = cluster.wait(timeout=180)
 
 - ``target`` is a ``.py`` script path, or a self-contained function (imports inside its
@@ -25,21 +27,23 @@ Local multi-worker runs (one OS process per task, each with its own ``TF_CONFIG`
   ``"package.module:function"`` string. The function is called with ``*args``; a script gets
   ``args`` as its command line.
 - ``tasks={"chief": 1, "worker": 2, "ps": 1}`` instead of ``num_workers`` for other shapes.
-- Each task gets ``TF_CONFIG`` (free localhost ports), ``PYTHONPATH`` with the project root,
-  ``PYTHONUNBUFFERED=1``, ``TF_CPP_MIN_LOG_LEVEL=2`` and ``TF_FORCE_GPU_ALLOW_GROWTH=true``
-  (unless set: local workers share the GPUs) and ``COURSE_TASK``
-  (``"worker:0"``), plus your ``env``. stdout and stderr go to one log per task;
-  ``stream=True`` prints new lines as ``[worker 0] ...`` while waiting (TensorFlow's C++ log
-  lines left out); ``TaskResult.output`` is the log without that noise.
-  ``task_env={"worker:1": {"CUDA_VISIBLE_DEVICES": "1"}}`` adds variables for single tasks
-  (e.g. one GPU per worker: NCCL refuses two ranks on the same GPU).
+- Each task gets ``TF_CONFIG`` (free localhost ports), the project on ``PYTHONPATH``,
+  ``PYTHONUNBUFFERED=1``, ``TF_CPP_MIN_LOG_LEVEL=2``, ``COURSE_TASK`` (``"worker:0"``) and
+  **its devices** (:func:`utils.devices.plan_workers`: one GPU each when there are enough,
+  otherwise a shared GPU under a memory cap with the RING collective, otherwise CPU only):
+  ``CUDA_VISIBLE_DEVICES``, ``TF_FORCE_GPU_ALLOW_GROWTH=true`` and ``COURSE_WORKER_DEVICES``,
+  which the worker applies with :func:`utils.devices.configure_worker` before TensorFlow
+  starts. ``env`` adds variables for all tasks, ``task_env={"worker:1": {...}}`` for one
+  (both win over the plan). stdout and stderr go to one log per task; ``stream=True``
+  prints new lines as ``[worker 0] ...`` while waiting (TensorFlow's C++ log lines left
+  out); ``TaskResult.output`` is the log without that noise.
 - ``wait`` returns a :class:`ClusterResult` when every task exits with code 0. It raises
   :class:`WorkerFailedError` (task, exit code, last log lines) as soon as one task fails --
   the others would wait forever in their collectives -- and :class:`ClusterTimeoutError`
   after ``timeout`` seconds. Whatever happens (success, crash, timeout, KeyboardInterrupt,
-  leaving the ``with`` block) every task's whole process group is terminated (SIGTERM,
-  then SIGKILL), its ports are released and the temporary directory is deleted. On Linux a
-  task also gets SIGTERM if the launching process itself is killed (kernel restart).
+  leaving the ``with`` block) every task's whole process group is stopped, its ports are
+  released and the temporary directory is deleted; tasks also get SIGTERM if the launching
+  process itself is killed (:func:`utils.process.start_child`).
 - In a worker, :func:`report` prints one machine-readable line
   (``report(loss=0.1, weights_sha256=...)``) that shows up in ``result.reports``.
 
@@ -52,28 +56,16 @@ the notebook's own process, the coordinator being the notebook)::
 The workers get ``max(2, num_workers + 1)`` inter-op threads: with one, ``ClusterCoordinator``
 steps hang. TensorFlow cannot stop an in-process gRPC server, so these ports stay in use
 until the kernel exits; :func:`in_process_servers` lists them.
-
-Real clusters (several machines)::
-
-    tf_config_for_task(workers=["node1:2222", "node2:2222"], task="worker:1")
-    tf_configs_for_hosts(workers=["node1", "node2"], ps=["node3"], default_port=2222)
-
-validate the host list (empty entries, bad ports, duplicates, more than one chief, ...) with
-clear ``ValueError`` s; ``python -m utils.cluster --workers node1,node2 --task worker:0``
-prints the JSON for ``export TF_CONFIG=...``. ``docs/cluster.md`` shows how to launch the
-course scripts by hand on several machines, under Slurm and on Kubernetes.
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import inspect
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -81,17 +73,19 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from utils.config import PROJECT_ROOT
+from utils.devices import GpuInfo, WorkerDevices, detect_gpus, plan_workers
+from utils.process import child_env, start_child, stop_children
+from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
 
 REPORT_PREFIX = "@@course-report "
 # TensorFlow's C++ log lines (I0000 00:00:... file.cc:12] ...) and absl's start-up notice.
 _NOISE_RE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages before absl)")
-TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 
 Target = Union[str, "os.PathLike[str]", Callable[..., Any]]
 
@@ -133,186 +127,6 @@ def port_is_free(port: int, host: str = "localhost") -> bool:
         except OSError:
             return False
     return True
-
-
-# --------------------------------------------------------------------------------------------
-# TF_CONFIG for real clusters: host lists -> cluster spec -> per-task JSON
-# --------------------------------------------------------------------------------------------
-_HOSTNAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
-
-
-def parse_address(entry: str, default_port: int | None = None) -> tuple[str, int]:
-    """Split ``"host:port"`` (or ``"host"`` with ``default_port``, or ``"[ipv6]:port"``).
-
-    Raises ``ValueError`` naming the entry for empty/whitespace entries, bad host names,
-    missing or non-numeric ports and ports outside 1..65535. Used by
-    :func:`build_cluster_spec` (notebook 02 and ``docs/cluster.md``).
-    """
-    if not isinstance(entry, str):
-        raise ValueError(f"host entry {entry!r} is not a string")
-    if entry != entry.strip() or not entry:
-        raise ValueError(f"host entry {entry!r} is empty or has surrounding whitespace")
-    host, port_text = entry, None
-    if entry.startswith("["):  # [::1]:2222
-        end = entry.find("]")
-        if end < 0:
-            raise ValueError(f"host entry {entry!r}: unclosed '[' in IPv6 address")
-        host, rest = entry[1:end], entry[end + 1 :]
-        if rest:
-            if not rest.startswith(":"):
-                raise ValueError(f"host entry {entry!r}: expected ':port' after ']'")
-            port_text = rest[1:]
-        if not host or not all(c in "0123456789abcdefABCDEF:." for c in host):
-            raise ValueError(f"host entry {entry!r}: {host!r} is not an IPv6 address")
-    else:
-        if entry.count(":") > 1:
-            raise ValueError(f"host entry {entry!r}: write IPv6 addresses as '[addr]:port'")
-        if ":" in entry:
-            host, port_text = entry.split(":")
-        if not _HOSTNAME_RE.match(host):
-            raise ValueError(f"host entry {entry!r}: {host!r} is not a valid host name")
-    if port_text is None:
-        if default_port is None:
-            raise ValueError(f"host entry {entry!r} has no port and no default_port was given")
-        port = default_port
-    else:
-        if not port_text.isdigit():
-            raise ValueError(f"host entry {entry!r}: port {port_text!r} is not a number")
-        port = int(port_text)
-    if not 1 <= port <= 65535:
-        raise ValueError(f"host entry {entry!r}: port {port} is outside 1..65535")
-    return host, port
-
-
-def _format_address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _as_list(hosts: str | Iterable[str] | None) -> list[str]:
-    if hosts is None:
-        return []
-    if isinstance(hosts, str):  # "node1,node2" as from a shell variable
-        return [h for h in (p.strip() for p in hosts.split(",")) if h] if hosts.strip() else []
-    return list(hosts)
-
-
-def build_cluster_spec(
-    workers: str | Iterable[str],
-    ps: str | Iterable[str] | None = None,
-    chief: str | Iterable[str] | None = None,
-    evaluator: str | Iterable[str] | None = None,
-    default_port: int | None = None,
-) -> dict[str, list[str]]:
-    """Validate host lists and return the ``cluster`` part of ``TF_CONFIG``.
-
-    Each list holds ``"host:port"`` (or bare hosts with ``default_port``); a comma-separated
-    string also works. At least one worker, at most one chief and one evaluator, and no
-    address used twice. Used by notebook 02 and ``docs/cluster.md``.
-    """
-    groups = {
-        "chief": _as_list(chief),
-        "worker": _as_list(workers),
-        "ps": _as_list(ps),
-        "evaluator": _as_list(evaluator),
-    }
-    if not groups["worker"]:
-        raise ValueError("the worker host list is empty: give at least one 'host:port'")
-    for single in ("chief", "evaluator"):
-        if len(groups[single]) > 1:
-            raise ValueError(f"a cluster has at most one {single}, got {groups[single]}")
-    spec: dict[str, list[str]] = {}
-    seen: dict[str, str] = {}
-    for task_type, entries in groups.items():
-        if not entries:
-            continue
-        addresses = []
-        for i, entry in enumerate(entries):
-            address = _format_address(*parse_address(entry, default_port))
-            if address in seen:
-                raise ValueError(
-                    f"address {address} is used twice ({seen[address]} and {task_type}:{i}); "
-                    "tasks on the same machine need different ports"
-                )
-            seen[address] = f"{task_type}:{i}"
-            addresses.append(address)
-        spec[task_type] = addresses
-    return spec
-
-
-def parse_task(task: str | tuple[str, int]) -> tuple[str, int]:
-    """``"worker:1"`` or ``("worker", 1)`` -> ``("worker", 1)``, checking the task type."""
-    if isinstance(task, str):
-        if task.count(":") != 1:
-            raise ValueError(f"task {task!r}: write it as 'type:index', e.g. 'worker:0'")
-        task_type, index_text = task.split(":")
-        if not index_text.isdigit():
-            raise ValueError(f"task {task!r}: index {index_text!r} is not a number")
-        task = (task_type, int(index_text))
-    task_type, index = task
-    if task_type not in TASK_TYPES:
-        raise ValueError(f"task type {task_type!r} is not one of {TASK_TYPES}")
-    return task_type, int(index)
-
-
-def make_tf_config(cluster: Mapping[str, Sequence[str]], task: str | tuple[str, int]) -> str:
-    """The ``TF_CONFIG`` JSON for one task of ``cluster`` (checked: the task must exist)."""
-    task_type, index = parse_task(task)
-    if task_type not in cluster:
-        raise ValueError(f"task {task_type}:{index}: the cluster has no {task_type!r} job")
-    if not 0 <= index < len(cluster[task_type]):
-        raise ValueError(
-            f"task {task_type}:{index}: index out of range, the {task_type} job has "
-            f"{len(cluster[task_type])} task(s)"
-        )
-    return json.dumps(
-        {"cluster": {k: list(v) for k, v in cluster.items()}, "task": {"type": task_type, "index": index}}
-    )
-
-
-def parse_tf_config(text: str) -> tuple[dict[str, list[str]], str, int]:
-    """Inverse of :func:`make_tf_config`: ``(cluster, task_type, task_index)``, validated."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"TF_CONFIG is not valid JSON: {err}") from None
-    if not isinstance(data, dict) or "cluster" not in data or "task" not in data:
-        raise ValueError("TF_CONFIG needs the keys 'cluster' and 'task'")
-    cluster = {k: list(v) for k, v in data["cluster"].items()}
-    task = data["task"]
-    task_type, index = parse_task((task.get("type", ""), task.get("index", 0)))
-    make_tf_config(cluster, (task_type, index))  # validates that the task exists
-    return cluster, task_type, index
-
-
-def tf_config_for_task(
-    workers: str | Iterable[str],
-    task: str | tuple[str, int],
-    ps: str | Iterable[str] | None = None,
-    chief: str | Iterable[str] | None = None,
-    evaluator: str | Iterable[str] | None = None,
-    default_port: int | None = None,
-) -> str:
-    """Host lists + one task -> its ``TF_CONFIG`` JSON (what each machine exports).
-
-    Used in notebook 02 and ``docs/cluster.md`` (``python -m utils.cluster``).
-    """
-    spec = build_cluster_spec(workers, ps=ps, chief=chief, evaluator=evaluator, default_port=default_port)
-    return make_tf_config(spec, task)
-
-
-def tf_configs_for_hosts(
-    workers: str | Iterable[str],
-    ps: str | Iterable[str] | None = None,
-    chief: str | Iterable[str] | None = None,
-    evaluator: str | Iterable[str] | None = None,
-    default_port: int | None = None,
-) -> dict[tuple[str, int], str]:
-    """Host lists -> ``{(task_type, index): TF_CONFIG JSON}`` for every task of the cluster.
-
-    Used in notebook 02 (the table of TF_CONFIGs) and by :class:`LocalCluster`.
-    """
-    spec = build_cluster_spec(workers, ps=ps, chief=chief, evaluator=evaluator, default_port=default_port)
-    return {(t, i): make_tf_config(spec, (t, i)) for t, hosts in spec.items() for i in range(len(hosts))}
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,6 +310,7 @@ class LocalCluster:
         python: str = sys.executable,
         host: str = "localhost",
         grace: float = 3.0,
+        gpus: Sequence[GpuInfo] | None = None,
     ):
         if tasks is None:
             tasks = {"worker": num_workers}
@@ -520,6 +335,10 @@ class LocalCluster:
         unknown = set(self.task_env) - {f"{t}:{i}" for t, i in self.tf_configs}
         if unknown:
             raise ValueError(f"task_env names tasks that are not in the cluster: {sorted(unknown)}")
+        # which GPU (if any) each task trains on: utils.devices.plan_workers, faked GPUs in tests
+        self.devices: dict[str, WorkerDevices] = plan_workers(
+            detect_gpus() if gpus is None else gpus, [f"{t}:{i}" for t, i in names]
+        )
         self._procs: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
         self._logs: dict[tuple[str, int], Path] = {}
         self._log_text: dict[tuple[str, int], str] = {}
@@ -550,29 +369,18 @@ class LocalCluster:
         try:
             argv, extra_path = _target_command(self.target, self.args, self._workdir)
             command = [self.python, *argv]
-            base_env = dict(os.environ)
-            base_env["PYTHONPATH"] = os.pathsep.join(
-                dict.fromkeys([str(PROJECT_ROOT), *extra_path, *filter(None, [base_env.get("PYTHONPATH")])])
-            )
-            base_env["PYTHONUNBUFFERED"] = "1"
-            base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-            # workers on one machine share its GPUs: don't let the first one grab all memory
-            base_env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
-            base_env.update(self.env)
+            base_env = child_env(self.env)
+            if extra_path:  # the folder a notebook-imported target's module lives in
+                base_env["PYTHONPATH"] = os.pathsep.join([base_env["PYTHONPATH"], *extra_path])
+            visible = _launcher_visible_gpus()
             for task, tf_config in self.tf_configs.items():
                 log_path = self._workdir / f"{task[0]}-{task[1]}.log"
                 name = f"{task[0]}:{task[1]}"
-                env = dict(base_env, TF_CONFIG=tf_config, COURSE_TASK=name, **self.task_env.get(name, {}))
+                env = {**base_env, **self.devices[name].env(visible), **self.env}
+                env.update(TF_CONFIG=tf_config, COURSE_TASK=name, **self.task_env.get(name, {}))
                 with open(log_path, "wb") as log:
-                    self._procs[task] = subprocess.Popen(
-                        command,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        env=env,
-                        cwd=str(PROJECT_ROOT),
-                        start_new_session=True,
-                        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    self._procs[task] = start_child(
+                        command, env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, text=False
                     )
                 self._logs[task] = log_path
                 self._streamed[task] = 0
@@ -654,21 +462,7 @@ class LocalCluster:
         Idempotent and safe to call from ``finally``/``atexit``; logs stay readable
         through :meth:`logs`.
         """
-        for p in self._procs.values():
-            if p.poll() is None:
-                _signal_group(p, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace
-        for p in self._procs.values():
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for p in self._procs.values():
-            _signal_group(p, signal.SIGKILL)  # also grandchildren that ignored SIGTERM
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable process
-                pass
+        stop_children(list(self._procs.values()), self.grace)
         if self._workdir is not None:
             for task in self._procs:
                 self._read_log(task)
@@ -684,27 +478,11 @@ class LocalCluster:
         return f"LocalCluster({self.cluster}, {state})"
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the launching process dies (Linux).
-
-    Covers the one case ``stop`` cannot: the notebook kernel being killed outright.
-    """
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not glibc: best effort only
-        pass
-
-
-def _signal_group(p: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(p.pid, sig)  # the task was started in its own session/process group
-        else:  # pragma: no cover - Windows
-            p.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
+def _launcher_visible_gpus() -> list[str] | None:
+    """This process's ``CUDA_VISIBLE_DEVICES`` entries, so that a worker's GPU index is given
+    in the numbering the machine uses (None when the variable is not set)."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return [v.strip() for v in value.split(",")] if value else None
 
 
 def run_workers(target: Target, num_workers: int = 2, **kwargs: Any) -> ClusterResult:
@@ -769,33 +547,3 @@ def in_process_servers() -> list[dict[str, list[str]]]:
     return [dict(c) for c in _IN_PROCESS_CLUSTERS]
 
 
-# --------------------------------------------------------------------------------------------
-# Command line: print a TF_CONFIG for one task of a real cluster
-# --------------------------------------------------------------------------------------------
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m utils.cluster --workers h1:2222,h2:2222 --task worker:0`` (docs/cluster.md)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m utils.cluster",
-        description="Print the TF_CONFIG JSON of one task of a multi-machine cluster.",
-    )
-    parser.add_argument("--workers", required=True, help="comma-separated host[:port] list")
-    parser.add_argument("--ps", default=None, help="parameter servers, host[:port],...")
-    parser.add_argument("--chief", default=None, help="the chief's host[:port]")
-    parser.add_argument("--evaluator", default=None, help="the evaluator's host[:port]")
-    parser.add_argument("--port", type=int, default=None, help="port for hosts without one")
-    parser.add_argument("--task", required=True, help="this machine's task, e.g. worker:0")
-    ns = parser.parse_args(argv)
-    try:
-        print(
-            tf_config_for_task(
-                ns.workers, ns.task, ps=ns.ps, chief=ns.chief, evaluator=ns.evaluator, default_port=ns.port
-            )
-        )
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.process import child_env, kill_process_group
+from utils.process import child_env, start_child, stop_child
 
 MARKER_VAR = "COURSE_HOROVOD_RUN"
 """Environment variable set (to a fresh id) for every process of one :func:`run_horovod`."""
@@ -261,16 +261,7 @@ def run_horovod(
     child = child_env({**(env or {}), MARKER_VAR: run_id, "PYTHONUNBUFFERED": "1"})
     chunks: list[str] = []
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=child,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    proc = start_child(argv, env=child, cwd=cwd, stderr=subprocess.STDOUT)
 
     def pump() -> None:
         assert proc.stdout is not None
@@ -286,9 +277,9 @@ def run_horovod(
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        kill_process_group(proc)
+        stop_child(proc)
     except BaseException:  # KeyboardInterrupt (Kernel → Interrupt) included
-        kill_process_group(proc)
+        stop_child(proc)
         raise
     finally:
         deadline = time.monotonic() + (settle_seconds if not timed_out else 0.0)

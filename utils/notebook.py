@@ -1,22 +1,25 @@
-"""The one-call setup every notebook's setup cell runs, and ``save_fig``.
+"""The one-call setup every notebook's setup cell runs.
 
 ``course = utils.setup(chapter=4, logical_devices=4)`` quiets TensorFlow's logging, checks
-the versions the course was written for, fixes the seeds, sets the plot style, configures
-the logical devices once per process and reports smoke or full mode. Introduced in
-notebook 00, used by every notebook.
+the versions the course was written for, fixes the seeds, sets the plot style, applies the
+**device plan** (:func:`utils.devices.plan_devices`: logical CPUs without a GPU, two logical
+GPUs on one GPU, the physical GPUs on several) once per process, and prints in one line what
+the replicas are. Introduced in notebook 00, used by every notebook.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from utils import config
+from utils import config, figures
+from utils.devices import DevicePlan
 
-_current_chapter: int | None = None
+# Pythons TensorFlow 2.21 ships wheels for (checked on PyPI); tools/bootstrap.sh accepts the same.
+SUPPORTED_PYTHONS = ((3, 10), (3, 11), (3, 12), (3, 13))
 
 
 class VersionError(RuntimeError):
@@ -33,29 +36,44 @@ class CourseEnv:
     is_colab: bool
     tf_version: str
     keras_version: str
-    physical_gpus: list[str] = field(default_factory=list)
+    python_version: str
+    plan: DevicePlan
     devices: list[str] = field(default_factory=list)
 
     @property
+    def replicas(self) -> int:
+        """How many replicas a ``MirroredStrategy(course.devices)`` has: at least 2."""
+        return len(self.devices)
+
+    @property
+    def device_kind(self) -> str:
+        """``"logical-cpu"``, ``"logical-gpu"`` (one GPU split in two) or ``"gpu"``."""
+        return self.plan.kind
+
+    @property
     def simulated(self) -> bool:
-        """True when logical CPU devices stand in for GPUs (numbers are not GPU numbers)."""
-        return not self.physical_gpus
+        """True when the replicas share hardware (logical devices): numbers are not speed-up."""
+        return self.plan.simulated
+
+    @property
+    def physical_gpus(self) -> list[str]:
+        """Names of the physical GPUs found (empty without a GPU)."""
+        return [g.name for g in self.plan.gpus]
 
     def summary(self) -> str:
         mode = "smoke settings (COURSE_SMOKE=1)" if self.smoke else "full settings"
         where = "Colab" if self.is_colab else "local"
-        kind = (
-            f"{len(self.physical_gpus)} real GPU(s)"
-            if self.physical_gpus
-            else f"no GPU: {len(self.devices)} logical CPU device(s) stand in (simulated)"
-        )
         return (
-            f"Chapter {self.chapter:02d} · TensorFlow {self.tf_version}, Keras "
-            f"{self.keras_version} · {kind} · {mode} · {where} · seed {self.seed}"
+            f"Chapter {self.chapter:02d} · Python {self.python_version}, TensorFlow {self.tf_version}, "
+            f"Keras {self.keras_version} · {mode} · {where} · seed {self.seed}\n"
+            f"Replicas: {self.plan.describe()}"
         )
 
 
 def _check_versions(tf: Any, keras_version: str, expected_tf: str) -> None:
+    if sys.version_info[:2] not in SUPPORTED_PYTHONS:
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_PYTHONS)
+        raise VersionError(f"Python {platform.python_version()} is not one TensorFlow 2.21 supports ({supported})")
     if not (tf.__version__ == expected_tf or tf.__version__.startswith(expected_tf + ".")):
         raise VersionError(
             f"this notebook was written for TensorFlow {expected_tf}.x but the kernel has "
@@ -70,40 +88,22 @@ def _check_versions(tf: Any, keras_version: str, expected_tf: str) -> None:
             )
 
 
-def _plot_style() -> None:
-    import matplotlib as mpl
-
-    mpl.rcParams.update(
-        {
-            "figure.figsize": (7, 4),
-            "figure.dpi": 100,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "axes.titlesize": 13,
-            "axes.labelsize": 12,
-            "legend.fontsize": 10,
-            "savefig.bbox": "tight",
-        }
-    )
-
-
 def setup(
     chapter: int,
     *,
-    logical_devices: int = 1,
+    logical_devices: int = 2,
     seed: int = 42,
     expected_tf: str = "2.21",
-    gpu_split: int = 1,
-    gpu_memory_limit_mb: int | None = None,
 ) -> CourseEnv:
     """Prepare this kernel for a chapter and return what was found.
 
-    ``logical_devices`` splits the CPU into that many devices so that strategies have
-    several replicas without a GPU; real GPUs, when present, are what
-    ``course.devices`` lists instead. Safe to run again with the same arguments; with other
-    device arguments it raises :class:`utils.devices.DeviceConfigError` (restart the kernel).
+    ``logical_devices`` is how many logical CPU devices stand in for GPUs when there is no
+    GPU; with GPUs the device plan decides (two logical GPUs on one GPU, else the physical
+    GPUs). ``course.devices`` is the list to give ``MirroredStrategy``; ``course.replicas``,
+    ``course.device_kind`` and ``course.simulated`` say what they are. Safe to run again with
+    the same arguments; with other ones it raises :class:`utils.devices.DeviceConfigError`
+    (restart the kernel).
     """
-    global _current_chapter
     if not isinstance(chapter, int) or not 0 <= chapter <= 99:
         raise ValueError(f"chapter must be a whole number 0–99, got {chapter!r}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
@@ -122,12 +122,9 @@ def setup(
     _check_versions(tf, keras_version, expected_tf)
     tf.get_logger().setLevel("ERROR")
 
-    devices.configure_devices(
-        logical_devices, gpu_split=gpu_split, gpu_memory_limit_mb=gpu_memory_limit_mb
-    )
+    plan = devices.apply_plan(devices.plan_devices(devices.detect_gpus(), logical_devices))
     tf.keras.utils.set_random_seed(seed)  # Python, NumPy and TensorFlow in one call
-    _plot_style()
-    _current_chapter = chapter
+    figures.use_course_style(chapter)
     env = CourseEnv(
         chapter=chapter,
         smoke=config.is_smoke(),
@@ -135,26 +132,14 @@ def setup(
         is_colab="google.colab" in sys.modules,
         tf_version=tf.__version__,
         keras_version=keras_version,
-        physical_gpus=[d.name for d in tf.config.list_physical_devices("GPU")],
+        python_version=platform.python_version(),
+        plan=plan,
         devices=devices.strategy_devices(),
     )
+    if env.replicas != plan.replicas:  # e.g. TensorFlow initialised before setup with other devices
+        raise devices.DeviceConfigError(
+            f"the plan asked for {plan.replicas} replicas but TensorFlow has {env.replicas} devices: "
+            "restart the kernel and run the setup cell first"
+        )
     print(env.summary())
     return env
-
-
-def save_fig(name: str, *, fig: Any = None, chapter: int | None = None, dpi: int = 150) -> Path:
-    """Save a matplotlib figure as ``images/<chapter>/<name>.png`` and return the path.
-
-    ``images/`` is ignored by git. Uses the chapter of the last ``setup`` call unless one is
-    given. Used in every notebook with figures.
-    """
-    import matplotlib.pyplot as plt
-
-    if not name or "/" in name or "\\" in name:
-        raise ValueError(f"name must be a plain file name without folders, got {name!r}")
-    chapter = chapter if chapter is not None else _current_chapter
-    folder = config.IMAGES_DIR / (f"{chapter:02d}" if chapter is not None else "misc")
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / (name if name.endswith(".png") else f"{name}.png")
-    (fig or plt.gcf()).savefig(path, dpi=dpi)
-    return path

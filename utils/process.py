@@ -1,9 +1,20 @@
-"""Run Python in a fresh interpreter and always clean it up.
+"""Child processes: start, environment, watch, signal and reap — the one place that does it.
 
-TensorFlow's device settings, memory growth and ``TF_CONFIG`` are read once per process,
-so notebooks show each variant in a child process. The child runs in its own process
-group; on a timeout, an error or a keyboard interrupt the whole group is killed, so nothing
-outlives the cell. Introduced in notebook 03; the tests use it too.
+TensorFlow's device settings, memory growth and ``TF_CONFIG`` are read once per process, so
+the course runs every variant, every worker and every failure in a **child process**. Every
+child is started by :func:`start_child`: in its own process group (so a signal reaches its
+children too), with the project importable, and on Linux with the parent-death signal set
+(it gets SIGTERM if the launching process is killed outright, e.g. a kernel restart). Every
+child is ended by :func:`stop_child`: SIGTERM to the group, a grace period, then SIGKILL.
+
+- :func:`run_python` — run a snippet in a fresh interpreter, return its output (notebooks
+  00, 03, 04, 09 and the tests);
+- :func:`run_until` — run a script and SIGKILL it when a line it prints matches, as a crash
+  would stop it (notebook 04's ``BackupAndRestore``);
+- :class:`utils.cluster.LocalCluster` starts and stops its workers with the same functions.
+
+Whatever happens — success, error, timeout, KeyboardInterrupt — nothing outlives the call.
+Introduced in notebook 00 (``run_python``). No TensorFlow import.
 """
 
 from __future__ import annotations
@@ -13,13 +24,131 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import IO, Any
 
 from utils.config import PROJECT_ROOT
 
 
+# --------------------------------------------------------------------------------------------
+# Starting and stopping
+# --------------------------------------------------------------------------------------------
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child: ours, quiet TensorFlow logs, unbuffered output, the
+    project root first on ``PYTHONPATH``, then ``extra`` (which wins)."""
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONUNBUFFERED"] = "1"
+    paths = [str(PROJECT_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """In the child: get SIGTERM when the thread that started it dies (Linux prctl)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not glibc: best effort only
+        pass
+
+
+def start_child(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stdout: int | IO[Any] | None = subprocess.PIPE,
+    stderr: int | IO[Any] | None = subprocess.PIPE,
+    text: bool = True,
+) -> subprocess.Popen[Any]:
+    """Start ``argv`` as a child in its own process group, stdin closed.
+
+    ``env`` is the complete environment (build it with :func:`child_env`; default:
+    ``child_env()``). On Linux the child also gets SIGTERM when the launching process dies
+    (``PR_SET_PDEATHSIG``; note that it fires when the *thread* that started the child ends,
+    so start children from a thread that lives as long as they should). Stop it with
+    :func:`stop_child`.
+    """
+    return subprocess.Popen(
+        list(argv),
+        stdout=stdout,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        text=text,
+        env=dict(env) if env is not None else child_env(),
+        cwd=str(cwd) if cwd is not None else None,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+    )
+
+
+def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
+    """Send ``sig`` to the child's whole process group (no error if it is gone already)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, sig)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_children(procs: Sequence[subprocess.Popen[Any]], grace_seconds: float = 3.0) -> None:
+    """End several children together: SIGTERM to every group, one shared grace period, then
+    SIGKILL to every group (also grandchildren that ignored SIGTERM) and reap them all."""
+    for proc in procs:
+        if proc.poll() is None:
+            signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for proc in procs:
+        signal_group(proc, signal.SIGKILL)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
+            pass
+
+
+def stop_child(proc: subprocess.Popen[Any], grace_seconds: float = 3.0) -> None:
+    """End one child started by :func:`start_child` and everything it started."""
+    stop_children([proc], grace_seconds)
+
+
+class Watchdog:
+    """SIGKILL a child's process group after ``timeout`` seconds unless cancelled first.
+
+    ``fired`` tells afterwards whether it had to. Used by :func:`run_until`.
+    """
+
+    def __init__(self, proc: subprocess.Popen[Any], timeout: float) -> None:
+        self.fired = False
+        self._proc = proc
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        signal_group(self._proc, signal.SIGKILL)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+# --------------------------------------------------------------------------------------------
+# Run a snippet and collect its output
+# --------------------------------------------------------------------------------------------
 @dataclass
 class ProcessResult:
     """What a child process did: exit code, output, time taken, and whether it timed out."""
@@ -40,35 +169,6 @@ class ProcessResult:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a child: ours, quiet TensorFlow logs, the project importable."""
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(PROJECT_ROOT) + (os.pathsep + path if path else "")
-    if extra:
-        env.update(extra)
-    return env
-
-
-def kill_process_group(proc: subprocess.Popen, grace_seconds: float = 3.0) -> None:
-    """Terminate a child started with ``start_new_session=True`` and all its children."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=grace_seconds)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-
-
 def run_python(
     code: str,
     *,
@@ -81,29 +181,87 @@ def run_python(
 
     ``env`` adds to (and overrides) the current environment; the project root is put on
     ``PYTHONPATH``. A child still running after ``timeout`` seconds is killed with its
-    whole process group and reported with ``timed_out=True``. Used in notebook 03 and tests.
+    whole process group and reported with ``timed_out=True``. Used in notebooks 00, 03, 04
+    and 09 and in the tests.
     """
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [python or sys.executable, "-c", textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=child_env(env),
-        cwd=cwd,
-        start_new_session=True,
-    )
+    proc = start_child([python or sys.executable, "-c", textwrap.dedent(code)], env=child_env(env), cwd=cwd)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        kill_process_group(proc)
+        stop_child(proc)
         stdout, stderr = proc.communicate()
         timed_out = True
     except BaseException:
-        kill_process_group(proc)
+        stop_child(proc)
         raise
     return ProcessResult(proc.returncode, stdout, stderr, time.perf_counter() - start, timed_out)
+
+
+# --------------------------------------------------------------------------------------------
+# Run a script and kill it at a chosen line
+# --------------------------------------------------------------------------------------------
+@dataclass
+class KilledRun:
+    """What :func:`run_until` saw: output lines, whether it killed the process, exit code."""
+
+    lines: list[str]
+    killed: bool
+    returncode: int
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+def run_until(
+    argv: Sequence[str],
+    kill_when: Callable[[str], bool] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    echo: Callable[[str], Any] | None = None,
+) -> KilledRun:
+    """Run ``python argv...`` and SIGKILL it (its whole process group) when a line it prints
+    makes ``kill_when(line)`` true, as a crash or a preempted machine would stop it.
+
+    Without ``kill_when`` the process runs to the end. On a timeout, an exception or a
+    keyboard interrupt the process group is killed too, so nothing outlives the call
+    (a timeout then raises ``TimeoutError``). stderr is merged into the lines; the working
+    directory is the project root. Used in notebook 04 (``BackupAndRestore``).
+    """
+    start = time.perf_counter()
+    proc = start_child(
+        [sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT, stderr=subprocess.STDOUT
+    )
+    lines: list[str] = []
+    killed = False
+    watchdog = Watchdog(proc, timeout)
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            lines.append(line)
+            if echo is not None:
+                echo(line)
+            if kill_when is not None and kill_when(line):
+                signal_group(proc, signal.SIGKILL)
+                killed = True
+                break
+        proc.wait(timeout=30)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            stop_child(proc, grace_seconds=0)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    if watchdog.fired:
+        raise TimeoutError(
+            f"{argv[0]} ran longer than {timeout} s and was killed; last lines:\n" + "\n".join(lines[-10:])
+        )
+    return KilledRun(lines, killed, proc.returncode, time.perf_counter() - start)
+

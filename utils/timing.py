@@ -1,7 +1,7 @@
 """Timers, throughput meters, a small benchmark helper and a Keras epoch timer.
 
 Introduced in notebook 00; notebooks 01 and 04–06 measure with them. Speed claims in this
-course are printed side by side from one run (see ``scripts/bench_*.py``), never asserted
+course are printed side by side from one run (see ``benchmarks/bench_*.py``), never asserted
 against wall-clock limits in tests.
 """
 
@@ -146,7 +146,7 @@ def benchmark(
 
     The warm-up absorbs one-time costs such as ``tf.function`` tracing. Returns the median
     and spread; compare two results measured in the same run, not across runs. Used in
-    notebooks 01, 04 and 06 and the ``scripts/bench_*.py`` benchmarks.
+    notebooks 01, 04 and 06 and the ``benchmarks/bench_*.py`` benchmarks.
     """
     if warmup < 0 or repeats < 1:
         raise ValueError(f"need warmup ≥ 0 and repeats ≥ 1, got {warmup} and {repeats}")

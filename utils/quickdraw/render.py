@@ -28,7 +28,7 @@ Encodings (``encoding=``):
 
 Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kernel's
 ``cv2.line`` approach are measured in ``utils/quickdraw/README.md`` and
-``scripts/bench_render.py``. Used in notebooks 04, 05 and 06 (through ``make_dataset``).
+``benchmarks/bench_render.py``. Used in notebooks 04, 05 and 06 (through ``make_dataset``).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def reference_kernel_render(
 
     Draw every segment with ``cv2.line`` on a 256x256 canvas (width 6, grey level
     ``255 - 13*min(stroke, 10)``), then resize to ``size``. Input: the decoded JSON lists.
-    Only for ``scripts/bench_render.py``; use :func:`render` otherwise.
+    Only for ``benchmarks/bench_render.py``; use :func:`render` otherwise.
     """
     img = np.zeros((256, 256), np.uint8)
     for t, stroke in enumerate(raw_strokes):

@@ -13,7 +13,7 @@ and trained from those; :func:`write_shards` does the same into TFRecord files:
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
 shards as there will be workers. Each record holds ``drawing`` (strokes packed by
 :func:`utils.quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
-Used in notebook 06 and ``scripts/bench_pipeline.py``.
+Used in notebook 06 and ``benchmarks/bench_pipeline.py``.
 """
 
 from __future__ import annotations

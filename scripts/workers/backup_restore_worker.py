@@ -1,6 +1,6 @@
 """Train with ``BackupAndRestore`` and print progress, so the notebook can kill it (notebook 04).
 
-    python scripts/backup_restore_worker.py --backup-dir /tmp/backup --epochs 4
+    python scripts/workers/backup_restore_worker.py --backup-dir /tmp/backup --epochs 4
 
 Keras 3 ``fit`` under ``MirroredStrategy`` over ``--replicas`` logical CPU devices (real
 GPUs when present). Prints ``epoch E batch B`` after every batch and, at the start, the
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -39,7 +39,8 @@ def main() -> None:
     import keras
 
     from utils.cluster import report
-    from utils.training import build_cnn, doodle_arrays, weights_digest
+    from utils.models import build_cnn
+    from utils.training import doodle_arrays, weights_digest
 
     keras.utils.set_random_seed(42)
     strategy = tf.distribute.MirroredStrategy(strategy_devices(args.replicas))

@@ -15,8 +15,8 @@ gets): ours first validates them into one array (``parse_points``) and then rend
 "render only" times ``render_points`` on the already parsed arrays (each renderer from
 its own parsed form); "parse + render" starts from the JSON text of the CSV column.
 
-    python scripts/bench_render.py                    # built-in smoke doodles
-    python scripts/bench_render.py --data /path/to/simplified   # real drawings
+    python benchmarks/bench_render.py                    # built-in smoke doodles
+    python benchmarks/bench_render.py --data /path/to/simplified   # real drawings
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run it with Horovod's launcher, one process per GPU (here: per CPU slot)::
 
-    horovodrun -np 2 -H localhost:2 python scripts/horovod_keras.py --epochs 3 --out /tmp/hvd
+    horovodrun -np 2 -H localhost:2 python scripts/workers/horovod_keras.py --epochs 3 --out /tmp/hvd
 
 Each rank writes ``<out>/ranks/rank<r>.json`` (what it did) and ``rank<r>.npz`` (its final
 weights) so the notebook can check that the ranks agree; checkpoints go to
@@ -17,9 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # extra code – import utils
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
 
-from utils import horovod_job  # noqa: E402  extra code – options, model, data, reports
+from utils import horovod_job  # noqa: E402  extra code – options, data, reports
+from utils.models import build_cnn  # noqa: E402
+from utils.training import weights_digest  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,9 +53,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # Step 8 (data): every rank reads the same examples and keeps every size-th one, starting
     # at its rank. Equal shards give every rank the same number of steps per epoch.
-    images, labels, class_names, source = horovod_job.load_images(
-        args.examples, image_size=args.image_size, seed=args.seed, source=args.data
-    )
+    images, labels, class_names = horovod_job.load_images(args.examples, image_size=args.image_size, seed=args.seed)
     shard_size = len(images) // hvd.size()
     steps_per_epoch = shard_size // args.batch_size
     if steps_per_epoch < 1:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         .prefetch(tf.data.AUTOTUNE)
     )
 
-    model = horovod_job.build_model(len(class_names), args.image_size)
+    model = build_cnn(len(class_names), args.image_size, keras_module=tf.keras)  # the CNN of notebooks 04-05
 
     # Step 3: scale the learning rate by the number of processes (the global batch is size ×
     # larger); the warm-up callback below ramps it up from base_lr over the first epochs.
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    initial_digest = horovod_job.weights_digest(model.get_weights())
+    initial_digest = weights_digest(model.get_weights())
 
     callbacks = [
         # Step 5: after the first batch, copy rank 0's weights and optimizer state to all.
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
 
     print(
         f"rank {hvd.rank()}/{hvd.size()} (local {hvd.local_rank()}/{hvd.local_size()}): "
-        f"{shard_size} of {len(images)} {source} examples, {steps_per_epoch} steps/epoch, "
+        f"{shard_size} of {len(images)} doodle examples, {steps_per_epoch} steps/epoch, "
         f"initial weights {initial_digest}",
         flush=True,
     )
@@ -133,11 +133,10 @@ def main(argv: list[str] | None = None) -> None:
         size=hvd.size(),
         local_rank=hvd.local_rank(),
         local_size=hvd.local_size(),
-        data_source=source,
         shard_examples=shard_size,
         steps_per_epoch=steps_per_epoch,
         initial_digest=initial_digest,
-        final_digest=horovod_job.weights_digest(weights),
+        final_digest=weights_digest(weights),
         epochs=[
             {key: float(values[i]) for key, values in history.history.items()}
             for i in range(len(history.history["loss"]))

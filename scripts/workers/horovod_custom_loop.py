@@ -2,7 +2,7 @@
 
 Run it with Horovod's launcher::
 
-    horovodrun -np 2 -H localhost:2 python scripts/horovod_custom_loop.py --epochs 3 --out /tmp/hvd
+    horovodrun -np 2 -H localhost:2 python scripts/workers/horovod_custom_loop.py --epochs 3 --out /tmp/hvd
 
 Each rank writes ``<out>/ranks/rank<r>.json`` (what it did, including its own loss before
 averaging) and ``rank<r>.npz`` (its final weights); ``tf.train.Checkpoint`` files go to
@@ -16,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # extra code – import utils
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
 
-from utils import horovod_job  # noqa: E402  extra code – options, model, data, reports
+from utils import horovod_job  # noqa: E402  extra code – options, data, reports
+from utils.models import build_cnn  # noqa: E402
+from utils.training import weights_digest  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,9 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     tf.keras.utils.set_random_seed(args.seed + hvd.rank())  # different on purpose (see step 5)
 
     # Step 8 (data): the same examples everywhere, every rank keeps its own shard.
-    images, labels, class_names, source = horovod_job.load_images(
-        args.examples, image_size=args.image_size, seed=args.seed, source=args.data
-    )
+    images, labels, class_names = horovod_job.load_images(args.examples, image_size=args.image_size, seed=args.seed)
     shard_size = len(images) // hvd.size()
     steps_per_epoch = shard_size // args.batch_size
     if steps_per_epoch < 1:
@@ -59,13 +59,13 @@ def main(argv: list[str] | None = None) -> None:
         .batch(args.batch_size, drop_remainder=True)
     )
 
-    model = horovod_job.build_model(len(class_names), args.image_size)
+    model = build_cnn(len(class_names), args.image_size, keras_module=tf.keras)  # the CNN of notebooks 04-05
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     # Step 3: scale the learning rate by size; warm it up from scaled_lr / size.
     scaled_lr = args.base_lr * hvd.size()
     optimizer = tf.keras.optimizers.SGD(learning_rate=scaled_lr, momentum=0.9)
-    initial_digest = horovod_job.weights_digest(model.get_weights())
+    initial_digest = weights_digest(model.get_weights())
 
     @tf.function
     def train_step(x, y, first_batch):
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     writes = horovod_job.WriteLog(checkpoint_dir)  # extra code – which files this rank wrote
     print(
         f"rank {hvd.rank()}/{hvd.size()} (local {hvd.local_rank()}/{hvd.local_size()}): "
-        f"{shard_size} of {len(images)} {source} examples, {steps_per_epoch} steps/epoch, "
+        f"{shard_size} of {len(images)} doodle examples, {steps_per_epoch} steps/epoch, "
         f"initial weights {initial_digest}",
         flush=True,
     )
@@ -128,11 +128,10 @@ def main(argv: list[str] | None = None) -> None:
         size=hvd.size(),
         local_rank=hvd.local_rank(),
         local_size=hvd.local_size(),
-        data_source=source,
         shard_examples=shard_size,
         steps_per_epoch=steps_per_epoch,
         initial_digest=initial_digest,
-        final_digest=horovod_job.weights_digest(weights),
+        final_digest=weights_digest(weights),
         epochs=epochs,
         checkpoint_writes=writes.written,
         seconds=time.perf_counter() - start,

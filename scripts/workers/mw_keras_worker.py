@@ -3,8 +3,8 @@
 Start one copy per worker with its own ``TF_CONFIG`` (``utils.cluster.run_workers`` does
 that on localhost; on real machines export ``TF_CONFIG`` and run it on each host)::
 
-    python scripts/mw_keras_worker.py --data smoke --epochs 3
-    TF_USE_LEGACY_KERAS=1 python scripts/mw_keras_worker.py ...   # Keras 2 (tf-keras)
+    python scripts/workers/mw_keras_worker.py --data smoke --epochs 3
+    TF_USE_LEGACY_KERAS=1 python scripts/workers/mw_keras_worker.py ...   # Keras 2 (tf-keras)
 
 ``tf.keras`` is Keras 3 by default; with ``TF_USE_LEGACY_KERAS=1`` (and ``tf-keras``
 installed) it is Keras 2. Keras 3's ``fit`` under ``MultiWorkerMirroredStrategy`` fails
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -41,13 +41,18 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
-    from utils.training import build_cnn, doodle_arrays, weights_digest
+    from utils.devices import configure_worker
+    from utils.models import build_cnn
+    from utils.training import doodle_arrays, weights_digest
 
     keras = tf.keras  # Keras 3, or Keras 2 (tf-keras) when TF_USE_LEGACY_KERAS=1
     legacy = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
     keras_version = __import__("tf_keras" if legacy else "keras").__version__
     task = os.environ.get("COURSE_TASK", "worker:0")
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+    )
     replicas = strategy.num_replicas_in_sync
     print(f"{task}: Keras {keras_version}, {replicas} replicas in sync", flush=True)
 

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def _elements(strategy, dataset) -> list:
@@ -28,8 +28,12 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
+    from utils.devices import configure_worker
 
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+    )
     policies = tf.data.experimental.AutoShardPolicy
     out: dict[str, object] = {"workers": strategy.cluster_resolver.cluster_spec().num_tasks("worker")}
     for name in ("AUTO", "DATA", "OFF", "FILE"):

@@ -11,10 +11,10 @@
 # The background build is stopped if this script fails or is interrupted; its output is in
 # .venv-horovod-setup.log and is printed when it ends.
 #
-#   scripts/run_tests.sh [all]     everything, as above (make test)
-#   scripts/run_tests.sh unit      unit tests only (make test-unit)
-#   scripts/run_tests.sh notebooks notebooks 00-06 only (make test-notebooks)
-#   scripts/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
+#   tools/run_tests.sh [all]     everything, as above (make test)
+#   tools/run_tests.sh unit      unit tests only (make test-unit)
+#   tools/run_tests.sh notebooks notebooks 00-06 only (make test-notebooks)
+#   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +23,7 @@ PY="${PY:-.venv/bin/python}"
 STAGE="${1:-all}"
 export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
-mapfile -t MAIN_NBS < <(ls notebooks/0*.ipynb | grep -v '^notebooks/07_')
+mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
 
@@ -39,7 +39,12 @@ trap stop_build EXIT
 trap 'exit 130' INT TERM
 
 run_unit() { "$PY" -m pytest tests -m "not horovod_env"; }
-run_notebooks() { "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${MAIN_NBS[@]}"; }
+run_notebooks() {
+    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${MAIN_NBS[@]}"
+    # notebooks 00 and 02 once more as on Colab: stand-in google.colab, /content-like working
+    # directory, the course cloned from this tree, no package index (tools/colab_rehearsal.py)
+    "$PY" tools/colab_rehearsal.py
+}
 run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.sh ended with RC
     if (($1 == 3)); then
         echo "notebook 07 not run: the Horovod environment cannot be built on this machine (reason above)"
@@ -57,7 +62,7 @@ case "$STAGE" in
     notebooks) run_notebooks ;;
     horovod) # one step after another (make test-horovod)
         if ((${#HVD_NBS[@]})); then
-            bash scripts/setup_horovod.sh || rc=$?
+            bash tools/setup_horovod.sh || rc=$?
             run_horovod "$rc"
         fi
         ;;
@@ -65,7 +70,7 @@ case "$STAGE" in
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: building the Horovod environment in the background (log: $SETUP_LOG)"
             # setsid: its own process group, so that stop_build reaches the compiler too
-            setsid nice -n 10 bash scripts/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
+            setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
             build_pid=$!
         fi
         run_unit
@@ -79,7 +84,7 @@ case "$STAGE" in
         fi
         ;;
     *)
-        echo "usage: scripts/run_tests.sh [all|unit|notebooks|horovod]" >&2
+        echo "usage: tools/run_tests.sh [all|unit|notebooks|horovod]" >&2
         exit 2
         ;;
 esac

@@ -1,4 +1,4 @@
-"""Figures of notebook 01 (utils.plots): they draw, and they refuse the wrong input."""
+"""Figures of notebook 01 (utils.figures): they draw, and they refuse the wrong input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from utils.allreduce import ring_allreduce, ring_initial_holdings  # noqa: E402
-from utils.plots import _holdings_label, plot_ring_steps, plot_timelines  # noqa: E402
+from utils.figures import _holdings_label, plot_ring_steps, plot_timelines  # noqa: E402
 from utils.syncsim import WorkerTimes, make_least_squares, simulate_async_sgd, simulate_sync_sgd  # noqa: E402
 
 

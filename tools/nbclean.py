@@ -1,12 +1,16 @@
 """Keep notebooks in git clean: no outputs, no execution counts, whitelisted metadata.
 
-``make format`` rewrites notebooks with :func:`clean_notebook`; the hygiene test and
-``make lint`` check that doing so would change nothing. Not used inside notebooks.
+``python tools/nbclean.py [--check] NB...``: ``make format`` rewrites notebooks with
+:func:`clean_notebook`; ``make lint`` (``--check``) and the hygiene test check that doing so
+would change nothing (exit code 1 and the list of notebooks that need it). Project tooling,
+not used inside notebooks.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +63,25 @@ def clean_file(path: Path) -> bool:
         path.write_text(new, encoding="utf-8")
         return True
     return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Strip outputs and normalise notebook metadata.")
+    parser.add_argument("--check", action="store_true", help="report, do not write")
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    dirty = []
+    for path in args.notebooks:
+        if args.check:
+            if needs_cleaning(path):
+                dirty.append(path)
+        elif clean_file(path):
+            print(f"cleaned {path}")
+    if dirty:
+        print("not clean (run `make format`): " + ", ".join(map(str, dirty)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

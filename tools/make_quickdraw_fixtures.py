@@ -8,7 +8,7 @@ One directory per published layout, each with good rows and deliberately broken 
   pickled objects, truncated)
 
 The drawings come from the built-in generator, so the files are deterministic. Run
-``python scripts/make_quickdraw_fixtures.py`` to rebuild them; ``EXPECTED`` below is what
+``python tools/make_quickdraw_fixtures.py`` to rebuild them; ``EXPECTED`` below is what
 the tests check against.
 """
 
@@ -120,7 +120,7 @@ def main() -> None:
     np.save(bad / "reshaped_1x784.npy", np.zeros((2, 1, 784), np.uint8) + 7)  # a common re-save
 
     body = __doc__.split("\n\n", 1)[1].split("The drawings")[0].strip()
-    note = "Made by `scripts/make_quickdraw_fixtures.py` from the built-in generator; do not edit by hand."
+    note = "Made by `tools/make_quickdraw_fixtures.py` from the built-in generator; do not edit by hand."
     _write(OUT / "README.md", f"# Quick, Draw! test fixtures\n\n{body}\n\n{note}\n")
     print(f"wrote fixtures under {OUT}")
 

@@ -1,14 +1,22 @@
-"""Figures for the simulations of notebook 01: the ring step by step, and worker timelines.
+"""The course's figures: one plot style, ``save_fig``, and the figures notebooks share.
 
-matplotlib is imported inside the functions; each returns the figure so the notebook can
-pass it to ``utils.save_fig``. Used in notebook 01.
+- :func:`use_course_style` — the matplotlib settings every notebook gets from ``utils.setup``;
+- :func:`save_fig` — save a figure as ``images/<chapter>/<name>.png`` (every notebook);
+- :func:`plot_ring_steps`, :func:`plot_timelines` — the ring all-reduce step by step and
+  worker timelines of notebook 01's simulations.
+
+matplotlib is imported inside the functions; each plot returns its figure so the notebook
+can pass it to :func:`save_fig`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from utils import config
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -16,7 +24,48 @@ if TYPE_CHECKING:  # pragma: no cover
     from utils.allreduce import CommTrace
     from utils.syncsim import SGDTrace
 
-__all__ = ["plot_ring_steps", "plot_timelines"]
+__all__ = ["plot_ring_steps", "plot_timelines", "save_fig", "use_course_style"]
+
+_chapter: int | None = None
+
+
+def use_course_style(chapter: int | None = None) -> None:
+    """Apply the course's matplotlib style (labels readable in a lecture hall) and remember
+    the chapter whose ``images/`` folder :func:`save_fig` writes to. Called by ``utils.setup``."""
+    import matplotlib as mpl
+
+    global _chapter
+    _chapter = chapter
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (7, 4),
+            "figure.dpi": 100,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.titlesize": 13,
+            "axes.labelsize": 12,
+            "legend.fontsize": 10,
+            "savefig.bbox": "tight",
+        }
+    )
+
+
+def save_fig(name: str, *, fig: Any = None, chapter: int | None = None, dpi: int = 150) -> Path:
+    """Save a matplotlib figure as ``images/<chapter>/<name>.png`` and return the path.
+
+    ``images/`` is ignored by git. Uses the chapter of the last ``setup`` call unless one is
+    given. Used in every notebook with figures.
+    """
+    import matplotlib.pyplot as plt
+
+    if not name or "/" in name or "\\" in name:
+        raise ValueError(f"name must be a plain file name without folders, got {name!r}")
+    chapter = chapter if chapter is not None else _chapter
+    folder = config.IMAGES_DIR / (f"{chapter:02d}" if chapter is not None else "misc")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (name if name.endswith(".png") else f"{name}.png")
+    (fig or plt.gcf()).savefig(path, dpi=dpi)
+    return path
 
 
 def _holdings_label(held: np.ndarray) -> str:

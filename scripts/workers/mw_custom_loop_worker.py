@@ -3,7 +3,7 @@
 Start one copy per worker with its own ``TF_CONFIG`` (``utils.cluster.run_workers`` does it
 on localhost)::
 
-    python scripts/mw_custom_loop_worker.py --data smoke --epochs 2
+    python scripts/workers/mw_custom_loop_worker.py --data smoke --epochs 2
 
 Keras 3 model and optimizer, ``MultiWorkerMirroredStrategy``, ``strategy.run`` inside a
 ``tf.function``, ``tf.nn.compute_average_loss`` with the global batch size and metrics
@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -36,10 +36,15 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
-    from utils.training import build_cnn, doodle_arrays, weights_digest
+    from utils.devices import configure_worker
+    from utils.models import build_cnn
+    from utils.training import doodle_arrays, weights_digest
 
     task = os.environ.get("COURSE_TASK", "worker:0")
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+    )
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch_per_replica * replicas
     train = doodle_arrays(args.data, "train", args.image_size, limit=args.limit)

@@ -2,7 +2,7 @@
 
 Run it with Horovod's launcher (notebook 07, section 1)::
 
-    horovodrun -np 2 -H localhost:2 python scripts/horovod_allreduce.py --out /tmp/hvd-allreduce
+    horovodrun -np 2 -H localhost:2 python scripts/workers/horovod_allreduce.py --out /tmp/hvd-allreduce
 
 Each rank writes ``<out>/allreduce-rank<r>.npz`` with its input, the sum and the average
 Horovod returned, and the time of ``--repeats`` all-reduces of ``--megabytes`` MB (after

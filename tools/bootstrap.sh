@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
-# Create .venv with Python 3.11 and install requirements.txt into it (make venv / lab / test).
-# Fails with one line saying why when Python 3.11 or the package index is missing.
+# Create .venv with a Python that TensorFlow 2.21 supports (3.10–3.13; 3.11 preferred) and
+# install requirements.txt into it (make venv / lab / test). Says which Python it took, and
+# fails with one line saying why when no such Python or the package index is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 REQ=${REQ:-requirements.txt}
 PYTHON=${PYTHON:-}
+SUPPORTED="3.10 3.11 3.12 3.13"   # the Pythons TensorFlow 2.21 ships wheels for
 
 fail() { echo "error: $*" >&2; exit 1; }
+version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+supported() { [[ " $SUPPORTED " == *" $1 "* ]]; }
 
-if [ -z "$PYTHON" ]; then
-    for candidate in python3.11 python3 python; do
-        if command -v "$candidate" >/dev/null 2>&1 &&
-           "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+if [ -x "$VENV/bin/python" ]; then
+    PYTHON="$VENV/bin/python"  # an existing environment keeps its Python
+elif [ -z "$PYTHON" ]; then
+    for candidate in python3.11 python3.12 python3.13 python3.10 python3 python; do
+        if command -v "$candidate" >/dev/null 2>&1 && supported "$(version_of "$candidate")"; then
             PYTHON=$candidate; break
         fi
     done
+    [ -n "$PYTHON" ] || fail "no Python 3.10–3.13 found (tried python3.11, python3.12, python3.13, python3.10, python3, python); install one or run 'make PYTHON=/path/to/python3.X ...'"
 fi
-[ -n "$PYTHON" ] || fail "Python 3.11 not found (tried python3.11, python3, python); install it or run 'make PYTHON=/path/to/python3.11 ...'"
-"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null ||
-    fail "$PYTHON is not Python 3.11 ($("$PYTHON" --version 2>&1)); TensorFlow 2.21 and this course need 3.11"
+version=$(version_of "$PYTHON")
+supported "$version" ||
+    fail "$PYTHON is not Python 3.10–3.13 ($("$PYTHON" --version 2>&1)); TensorFlow 2.21 has wheels for 3.10, 3.11, 3.12 and 3.13"
+[ -x "$VENV/bin/python" ] || echo "Using $PYTHON (Python $version) for $VENV"
 
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV" 2>/tmp/venv-error.$$ ||
-        fail "could not create $VENV with $PYTHON: $(tail -n 1 /tmp/venv-error.$$) (on Debian/Ubuntu: apt install python3.11-venv)"
+        fail "could not create $VENV with $PYTHON: $(tail -n 1 /tmp/venv-error.$$) (on Debian/Ubuntu: apt install python$version-venv)"
     rm -f /tmp/venv-error.$$
 fi
 

@@ -7,15 +7,15 @@ Measures on this machine, in one process and one run (printed side by side):
    made once by ``write_shards`` (into a temporary directory, removed at the end);
 2. the training step alone: examples/second of ``model.fit`` on one batch held in memory
    (``Dataset.from_tensors(batch).repeat()``, so no input work at all), for the
-   capstone's models from ``utils.doodle_models``;
+   capstone's models from ``utils.models``;
 3. both together: ``model.fit`` fed by the pipeline.
 
 When (1) is below (2) the input pipeline limits training (input-bound); when (3) is close
 to (2) it does not. Numbers are for this machine's CPU cores; a GPU makes (2) much faster
 and so makes the pipeline matter more.
 
-    python scripts/bench_pipeline.py                       # built-in smoke doodles
-    python scripts/bench_pipeline.py --models compact --image-size 32 --steps 20
+    python benchmarks/bench_pipeline.py                       # built-in smoke doodles
+    python benchmarks/bench_pipeline.py --models compact --image-size 32 --steps 20
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         "--data", type=Path, default=None, help="Quick, Draw! directory (default: built-in doodles)"
     )
     p.add_argument("--variant", default="smoke", help="built-in variant when --data is not given")
-    p.add_argument("--models", default="compact,mobilenet", help="comma-separated utils.doodle_models kinds")
+    p.add_argument("--models", default="compact,mobilenet", help="comma-separated utils.models kinds")
     p.add_argument("--alpha", type=float, default=1.0, help="MobileNet width multiplier")
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=64)
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf
 
     from utils import quickdraw as qd
-    from utils.doodle_models import build_model
+    from utils.models import build_model
 
     source = args.data or qd.ensure_builtin_data(args.variant)
     labels = qd.resolve_labels(source)
