@@ -393,3 +393,52 @@ def _children(parent: int) -> list[int]:
             if int(text[text.rfind(")") + 2 :].split()[1]) == parent:
                 found.append(int(entry))
     return found
+
+
+# --------------------------------------------------------------------------------------------
+# utils.cluster with network=...
+# --------------------------------------------------------------------------------------------
+def where_am_i() -> None:
+    """A cluster task: report its TF_CONFIG address and the addresses of its own card."""
+    import json
+    import os
+    import subprocess
+
+    from utils.cluster import report
+
+    cfg = json.loads(os.environ["TF_CONFIG"])
+    me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
+    cards = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    report(me=me, cards=cards, network=bool(os.environ.get("COURSE_NETWORK")))
+
+
+@needs_netns
+@pytest.mark.slow
+def test_local_cluster_runs_each_task_on_its_own_host():
+    from utils.cluster import run_workers
+
+    with VirtualNetwork(["chief:0", "worker:0", "worker:1"]) as net:
+        result = run_workers(where_am_i, tasks={"chief": 1, "worker": 2}, network=net, timeout=60)
+    assert result.cluster == {
+        "chief": [f"{net.address('chief:0')}:2222"],
+        "worker": [f"{net.address('worker:0')}:2222", f"{net.address('worker:1')}:2222"],
+    }
+    for task in result.tasks:
+        report = task.reports[-1]
+        host = report["me"].split(":")[0]
+        assert host == net.address(task.name) and f"inet {host}/" in report["cards"]  # it really is there
+        assert report["network"] and "127.0.0.1" not in report["me"]
+    with pytest.raises(KeyError, match="no host 'worker:2'"):
+        from utils.cluster import LocalCluster
+
+        LocalCluster(where_am_i, num_workers=3, network=net)
+
+
+def test_local_cluster_on_a_loopback_network_is_the_usual_localhost_cluster(monkeypatch):
+    from utils.cluster import LocalCluster
+
+    monkeypatch.setenv("COURSE_NO_NETNS", "1")
+    monkeypatch.setattr(netns, "_SAID", {"COURSE_NO_NETNS is set, so network namespaces are not used"})
+    with make_network(["worker:0", "worker:1"]) as net:
+        cluster = LocalCluster(where_am_i, num_workers=2, network=net)
+    assert all(a.startswith("localhost:") for a in cluster.cluster["worker"]) and len(cluster.ports) == 2

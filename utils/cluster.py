@@ -44,6 +44,10 @@ Local multi-worker runs (one OS process per task)::
   leaving the ``with`` block) every task's whole process group is stopped, its ports are
   released and the temporary directory is deleted; tasks also get SIGTERM if the launching
   process itself is killed (:func:`utils.process.start_child`).
+- ``network=net`` (a :mod:`utils.netns` network whose hosts are named like the tasks,
+  ``"worker:0"``, ...) runs each task on its own host: ``TF_CONFIG`` lists the hosts'
+  addresses, all on port 2222 as on real machines, and each task starts with
+  ``ip netns exec <its host>``. A loopback fallback network changes nothing. Notebook 10.
 - In a worker, :func:`report` prints one machine-readable line
   (``report(loss=0.1, weights_sha256=...)``) that shows up in ``result.reports``.
 
@@ -311,6 +315,7 @@ class LocalCluster:
         host: str = "localhost",
         grace: float = 3.0,
         gpus: Sequence[GpuInfo] | None = None,
+        network: Any = None,
     ):
         if tasks is None:
             tasks = {"worker": num_workers}
@@ -325,10 +330,14 @@ class LocalCluster:
         self.timeout, self.stream, self.tail_lines = timeout, stream, tail_lines
         self.python, self.host, self.grace = python, host, grace
         names = [(t, i) for t in TASK_TYPES if t in tasks for i in range(tasks[t])]
-        self.ports = free_ports(len(names), host)
+        # network=: each task on its own host of a utils.netns network, at that host's address
+        self.network = network
+        own = [network.task_address(f"{t}:{i}") for t, i in names] if network is not None else []
+        self.ports = [] if own and all(own) else free_ports(len(names), host)
+        addresses = own if not self.ports else [f"{host}:{port}" for port in self.ports]
         self.cluster: dict[str, list[str]] = {}
-        for (t, _), port in zip(names, self.ports, strict=True):
-            self.cluster.setdefault(t, []).append(f"{host}:{port}")
+        for (t, _), address in zip(names, addresses, strict=True):
+            self.cluster.setdefault(t, []).append(address)
         self.tf_configs: dict[tuple[str, int], str] = {
             task: make_tf_config(self.cluster, task) for task in names
         }
@@ -378,9 +387,13 @@ class LocalCluster:
                 name = f"{task[0]}:{task[1]}"
                 env = {**base_env, **self.devices[name].env(visible), **self.env}
                 env.update(TF_CONFIG=tf_config, COURSE_TASK=name, **self.task_env.get(name, {}))
+                argv = command
+                if self.network is not None:  # run inside the task's host: `ip netns exec <host> ...`
+                    env.update(self.network.task_env())
+                    argv = self.network.command(name, command)
                 with open(log_path, "wb") as log:
                     self._procs[task] = start_child(
-                        command, env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, text=False
+                        argv, env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, text=False
                     )
                 self._logs[task] = log_path
                 self._streamed[task] = 0

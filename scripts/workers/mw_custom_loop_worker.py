@@ -9,7 +9,8 @@ Keras 3 model and optimizer, ``MultiWorkerMirroredStrategy``, ``strategy.run`` i
 ``tf.function``, ``tf.nn.compute_average_loss`` with the global batch size and metrics
 updated in replica context -- the loop of notebook 05, which works with Keras 3 where
 ``model.fit`` under this strategy does not (keras-team/keras#20585). Each worker reports
-the per-epoch loss and accuracy, the validation accuracy and a digest of its weights.
+the per-epoch loss and accuracy, the validation accuracy, a digest of its weights and the
+seconds each epoch took (notebook 10 computes throughput from them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
@@ -81,11 +83,14 @@ def main() -> None:
 
     steps = len(train) // global_batch
     history: dict[str, list[float]] = {"loss": [], "accuracy": []}
+    epoch_seconds: list[float] = []  # per worker (not in history: notebook 05 compares histories)
     for epoch in range(args.epochs):
         iterator = iter(train_dist)
         total = 0.0
+        start = time.perf_counter()
         for _ in range(steps):
             total += float(train_step(iterator))
+        epoch_seconds.append(time.perf_counter() - start)  # the first epoch includes tracing
         history["loss"].append(total / steps)
         history["accuracy"].append(float(train_accuracy.result()))
         train_accuracy.reset_state()
@@ -102,6 +107,7 @@ def main() -> None:
         global_batch=global_batch,
         steps_per_epoch=steps,
         history=history,
+        epoch_seconds=epoch_seconds,
         val_accuracy=float((logits.argmax(axis=1) == val.y).mean()),
         weights=weights_digest(model.get_weights()),
     )

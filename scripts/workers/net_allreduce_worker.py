@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -33,7 +33,10 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
+    from utils.devices import configure_worker
     from utils.netns import cluster_link_bytes
+
+    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -40,10 +40,13 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
+    from utils.devices import configure_worker
 
     keras = tf.keras  # Keras 2 (tf-keras) with TF_USE_LEGACY_KERAS=1
     task = json.loads(os.environ["TF_CONFIG"])["task"]
     name = f"{task['type']}:{task['index']}"
+
+    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=args.timeout)

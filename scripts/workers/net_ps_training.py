@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -33,6 +33,10 @@ def main() -> None:
     args = parser.parse_args()
 
     import tensorflow as tf
+
+    from utils.devices import configure_worker
+
+    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
 
     # --- the distributed lines (every task) --------------------------------------------------
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()

@@ -5,7 +5,7 @@ Start one copy per host with its own ``TF_CONFIG`` (notebook 10: ``run_workers``
 
     python scripts/workers/net_step_worker.py --gate-dir /tmp/gate --phases 3
 
-The doodle CNN of notebooks 04/05 (``utils.training.build_cnn``) trains with a custom loop
+The doodle CNN of notebooks 04/05 (``utils.models.build_cnn``) trains with a custom loop
 under ``MultiWorkerMirroredStrategy`` (RING all-reduce). Before each phase worker 0 says
 "ready" through ``utils.netns.Gate`` (with the last phase's numbers) and waits for "go":
 meanwhile the notebook sets the link rate. In each phase both workers measure
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the project root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
@@ -48,10 +48,12 @@ def main() -> None:
     import tensorflow as tf
 
     from utils.cluster import report
+    from utils.devices import configure_worker
+    from utils.models import build_cnn
     from utils.netns import Gate, cluster_link_bytes
-    from utils.training import build_cnn
 
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(
