@@ -32,7 +32,9 @@ def main() -> None:
 
     worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=worker.collective
+        )
     )
     policies = tf.data.experimental.AutoShardPolicy
     out: dict[str, object] = {"workers": strategy.cluster_resolver.cluster_spec().num_tasks("worker")}

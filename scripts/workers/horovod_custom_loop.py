@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     tf.keras.utils.set_random_seed(args.seed + hvd.rank())  # different on purpose (see step 5)
 
     # Step 8 (data): the same examples everywhere, every rank keeps its own shard.
-    images, labels, class_names = horovod_job.load_images(args.examples, image_size=args.image_size, seed=args.seed)
+    images, labels, class_names = horovod_job.load_images(
+        args.examples, image_size=args.image_size, seed=args.seed
+    )
     shard_size = len(images) // hvd.size()
     steps_per_epoch = shard_size // args.batch_size
     if steps_per_epoch < 1:

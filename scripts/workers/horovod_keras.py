@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> None:
 
     # Step 8 (data): every rank reads the same examples and keeps every size-th one, starting
     # at its rank. Equal shards give every rank the same number of steps per epoch.
-    images, labels, class_names = horovod_job.load_images(args.examples, image_size=args.image_size, seed=args.seed)
+    images, labels, class_names = horovod_job.load_images(
+        args.examples, image_size=args.image_size, seed=args.seed
+    )
     shard_size = len(images) // hvd.size()
     steps_per_epoch = shard_size // args.batch_size
     if steps_per_epoch < 1:

@@ -45,7 +45,9 @@ def main() -> None:
     task = os.environ.get("COURSE_TASK", "worker:0")
     worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=worker.collective
+        )
     )
     replicas = strategy.num_replicas_in_sync
     global_batch = args.batch_per_replica * replicas

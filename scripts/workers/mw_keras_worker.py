@@ -51,7 +51,9 @@ def main() -> None:
     task = os.environ.get("COURSE_TASK", "worker:0")
     worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=worker.collective
+        )
     )
     replicas = strategy.num_replicas_in_sync
     print(f"{task}: Keras {keras_version}, {replicas} replicas in sync", flush=True)

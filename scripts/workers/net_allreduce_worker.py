@@ -71,6 +71,11 @@ def main() -> None:
         seconds.append(time.perf_counter() - start)
     barrier()  # everyone finished sending
     after = cluster_link_bytes() if task["index"] == 0 else None
+    tiny_seconds = []  # a 4-byte all-reduce: the latency part of the cost model
+    for _ in range(5):
+        start = time.perf_counter()
+        barrier().numpy()
+        tiny_seconds.append(time.perf_counter() - start)
     expected = n * (n + 1) / 2
     report(
         task=f"worker:{task['index']}",
@@ -78,6 +83,7 @@ def main() -> None:
         nbytes=int(values.shape[0]) * 4,
         repeats=args.repeats,
         seconds=seconds,
+        tiny_seconds=tiny_seconds,
         correct=bool(float(tf.reduce_max(tf.abs(total - expected))) == 0.0),
         sent={h: after[h].sent - before[h].sent for h in before} if before else None,
         received={h: after[h].received - before[h].received for h in before} if before else None,
