@@ -63,7 +63,6 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -510,7 +509,7 @@ def cluster_link_bytes() -> dict[str, LinkBytes] | None:
 # --------------------------------------------------------------------------------------------
 # The network
 # --------------------------------------------------------------------------------------------
-_LIVE: weakref.WeakSet[VirtualNetwork] = weakref.WeakSet()
+_LIVE: set[VirtualNetwork] = set()  # strong references: atexit destroys what is still alive
 _LIVE_LOCK = threading.Lock()
 
 
