@@ -167,6 +167,8 @@ def test_fallback_when_namespaces_are_switched_off(monkeypatch, capsys):
     assert line.startswith(LOOPBACK_LABEL) and "COURSE_NO_NETNS" in line and "\n" not in line
     with net:
         assert net.addresses == {"worker:0": "127.0.0.1", "worker:1": "127.0.0.1"}
+        ports = {net.task_address(h).split(":")[1] for h in net.labels}
+        assert net.task_address("worker:0").startswith("localhost:") and len(ports) == 2  # one port each
         assert net.label == "loopback: communication not shaped"
         assert net.counters() is None and net.task_env() == {}
         assert net.command("worker:0", ["python", "x.py"]) == ["python", "x.py"]

@@ -332,9 +332,12 @@ class LocalCluster:
         names = [(t, i) for t in TASK_TYPES if t in tasks for i in range(tasks[t])]
         # network=: each task on its own host of a utils.netns network, at that host's address
         self.network = network
-        own = [network.task_address(f"{t}:{i}") for t, i in names] if network is not None else []
-        self.ports = [] if own and all(own) else free_ports(len(names), host)
-        addresses = own if not self.ports else [f"{host}:{port}" for port in self.ports]
+        if network is not None:
+            addresses = [network.task_address(f"{t}:{i}") for t, i in names]
+            self.ports = [int(address.rsplit(":", 1)[1]) for address in addresses]
+        else:
+            self.ports = free_ports(len(names), host)
+            addresses = [f"{host}:{port}" for port in self.ports]
         self.cluster: dict[str, list[str]] = {}
         for (t, _), address in zip(names, addresses, strict=True):
             self.cluster.setdefault(t, []).append(address)

@@ -1092,6 +1092,9 @@ class LoopbackNetwork:
         parse_delay(link.get("delay"))
         self.labels, self.reason = labels, reason
         self.subnet = None
+        from utils.cluster import free_ports  # here: utils.cluster imports nothing of this module
+
+        self._ports = dict(zip(labels, free_ports(len(labels)), strict=True))
         self._links = {
             h: {
                 "rate": format_rate(parse_rate(link.get("rate"))),
@@ -1125,10 +1128,10 @@ class LoopbackNetwork:
     def addresses(self) -> dict[str, str]:
         return dict.fromkeys(self.labels, "127.0.0.1")
 
-    def task_address(self, host: str, port: int = DEFAULT_PORT) -> None:
-        """None: on loopback all tasks share one address, the launcher picks free ports."""
+    def task_address(self, host: str, port: int = DEFAULT_PORT) -> str:
+        """``"localhost:<a free port>"``: on loopback every task needs a port of its own."""
         self.address(host)
-        return None
+        return f"localhost:{self._ports[host]}"
 
     def command(self, host: str, argv: Sequence[str] = ()) -> list[str]:
         self.address(host)
