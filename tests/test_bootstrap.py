@@ -26,9 +26,11 @@ def bare_path(tmp_path, *fakes: tuple[str, str]) -> str:
 
 
 def run_bootstrap(tmp_path, **env: str) -> subprocess.CompletedProcess:
+    # `make test PYTHON=...` puts PYTHON in our environment: only the test decides it here
+    inherited = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VENV", "REQ")}
     return subprocess.run(
         ["bash", str(BOOTSTRAP)],
-        env={**os.environ, **env},
+        env={**inherited, **env},
         capture_output=True,
         text=True,
         timeout=300,

@@ -33,9 +33,10 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from utils.devices import configure_devices, strategy_devices
+    from utils import devices
 
-    configure_devices(args.replicas)
+    # extra code – the course's device plan: --replicas logical CPUs, 2 logical GPUs on one GPU, or the GPUs
+    devices.apply_plan(devices.plan_devices(devices.detect_gpus(), args.replicas))
     import keras
 
     from utils.cluster import report
@@ -43,7 +44,7 @@ def main() -> None:
     from utils.training import doodle_arrays, weights_digest
 
     keras.utils.set_random_seed(42)
-    strategy = tf.distribute.MirroredStrategy(strategy_devices(args.replicas))
+    strategy = tf.distribute.MirroredStrategy(devices.strategy_devices())
     data = doodle_arrays(args.data, "train", limit=args.limit)
     global_batch = args.batch_per_replica * strategy.num_replicas_in_sync
     dataset = (
