@@ -51,13 +51,17 @@ def test_there_are_notebooks() -> None:
     assert NOTEBOOKS, "no notebooks found in notebooks/"
 
 
-def test_numbering_has_no_gaps() -> None:
+def test_numbering_follows_the_outline() -> None:
+    """Numbers are unique; a gap is allowed only for a chapter notebook 00's outline announces."""
     numbers = []
     for path in NOTEBOOKS:
         match = NAME.match(path.name)
         assert match, f"{path.name}: name must look like NN_snake_case.ipynb"
         numbers.append(int(match.group(1)))
-    assert numbers == list(range(len(numbers))), f"notebook numbers {numbers} have gaps or repeats"
+    assert numbers == sorted(set(numbers)) and numbers[0] == 0, f"notebook numbers {numbers} repeat"
+    outline = "".join("".join(c["source"]) for c in code_cells(load(NOTEBOOKS[0])))
+    for gap in sorted(set(range(max(numbers) + 1)) - set(numbers)):
+        assert f'("{gap:02d}", ' in outline, f"notebook {gap:02d} is missing and not in notebook 00's outline"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
