@@ -96,3 +96,29 @@ def test_command_line(capsys):
     assert cfg == {"cluster": {"worker": ["h1:2222", "h2:2222"]}, "task": {"type": "worker", "index": 1}}
     assert tfconfig.main(["--workers", "h1", "--task", "worker:0"]) == 2
     assert "no port" in capsys.readouterr().err
+
+
+def _cluster_configs(workers, tasks):
+    return [json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}) for i in tasks]
+
+
+def test_check_tf_configs_accepts_a_consistent_cluster():
+    texts = list(tfconfig.tf_configs_for_hosts(["a:1", "b:1"], ps=["c:1"]).values())
+    assert tfconfig.check_tf_configs(texts) == {"worker": ["a:1", "b:1"], "ps": ["c:1"]}
+
+
+@pytest.mark.parametrize(
+    "texts, message",
+    [
+        (_cluster_configs(["a:1", "b:1"], [0, 0]), "both say task worker:0"),
+        (_cluster_configs(["a:1", "b:1"], [0]), "no TF_CONFIG for task(s) ['worker:1']"),
+        (_cluster_configs(["a:1", "a:1"], [0, 1]), "address a:1 is used twice"),
+        (_cluster_configs(["a:1", "b:1"], [0]) + _cluster_configs(["b:1", "a:1"], [1]), "different cluster"),
+        (_cluster_configs(["a:1", "b:1"], [0, 2]), "index out of range"),
+        ([], "no TF_CONFIG given"),
+    ],
+)
+def test_check_tf_configs_names_the_mistake(texts, message):
+    with pytest.raises(ValueError) as err:
+        tfconfig.check_tf_configs(texts)
+    assert message in str(err.value)

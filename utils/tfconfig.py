@@ -207,6 +207,47 @@ def tf_configs_for_hosts(
     return {(t, i): make_tf_config(spec, (t, i)) for t, hosts in spec.items() for i in range(len(hosts))}
 
 
+def check_tf_configs(texts: Sequence[str]) -> dict[str, list[str]]:
+    """Check the ``TF_CONFIG`` s of **all** tasks of one cluster together; return the cluster.
+
+    Each text must be valid on its own (:func:`parse_tf_config`); together they must hold the
+    same cluster (the same lists, in the same order), the cluster's addresses must all differ,
+    and every task of the cluster must be claimed by exactly one text (two machines that both
+    say ``worker:0`` wait for a ``worker:1`` that never comes). Raises ``ValueError`` naming
+    the mistake. Used in notebook 09 (troubleshooting).
+    """
+    if not texts:
+        raise ValueError("no TF_CONFIG given")
+    parsed = [parse_tf_config(text) for text in texts]
+    cluster = parsed[0][0]
+    for n, (other, task_type, index) in enumerate(parsed[1:], start=1):
+        if other != cluster:
+            raise ValueError(
+                f"TF_CONFIG {n} ({task_type}:{index}) has a different cluster than TF_CONFIG 0: "
+                f"{other} vs {cluster}; every task must get the same lists in the same order"
+            )
+    seen: dict[str, str] = {}
+    for task_type, hosts in cluster.items():
+        for i, entry in enumerate(hosts):
+            address = _format_address(*parse_address(entry))
+            if address in seen:
+                raise ValueError(
+                    f"address {address} is used twice ({seen[address]} and {task_type}:{i}); "
+                    "tasks on the same machine need different ports"
+                )
+            seen[address] = f"{task_type}:{i}"
+    claimed: dict[str, int] = {}
+    for task_type, index, n in ((t, i, n) for n, (_, t, i) in enumerate(parsed)):
+        name = f"{task_type}:{index}"
+        if name in claimed:
+            raise ValueError(f"TF_CONFIG {claimed[name]} and {n} both say task {name}: check the task index")
+        claimed[name] = n
+    missing = [f"{t}:{i}" for t, hosts in cluster.items() for i in range(len(hosts)) if f"{t}:{i}" not in claimed]
+    if missing:
+        raise ValueError(f"no TF_CONFIG for task(s) {missing}: the cluster would wait for them forever")
+    return cluster
+
+
 
 # --------------------------------------------------------------------------------------------
 # Command line: print a TF_CONFIG for one task of a real cluster
