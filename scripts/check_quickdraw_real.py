@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from utils.quickdraw import LabelMap, ReadReport, find_class_files, read_ndjson, read_npy_bitmaps, render  # noqa: E402
+from utils.quickdraw import ReadReport, find_class_files, read_ndjson, read_npy_bitmaps, render, resolve_labels  # noqa: E402
 
 
 def _centroid(img: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. simplified ndjson: every file, strict
     files = find_class_files(simp_dir)
-    labels = LabelMap.from_directory(simp_dir)
+    labels = resolve_labels(simp_dir)
     report = ReadReport()
     simp = {
         name: list(read_ndjson(f, labels=labels, strict=True, report=report)) for name, f in files.items()

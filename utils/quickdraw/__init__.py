@@ -14,7 +14,7 @@ Built-in data (the default; no download)::
 
 Labels::
 
-    labels = qd.LabelMap.from_directory(path)   # or qd.resolve_labels(path)
+    labels = qd.resolve_labels(path)   # labels.json, else the sorted class-file names
     labels.index("smiley_face") == labels.index("smiley face")
     labels[i], labels.kaggle(i); labels.save(model_dir); qd.LabelMap.load(model_dir)
 
