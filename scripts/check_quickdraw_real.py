@@ -22,7 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from utils.quickdraw import ReadReport, find_class_files, read_ndjson, read_npy_bitmaps, render, resolve_labels  # noqa: E402
+from utils.quickdraw import (  # noqa: E402
+    ReadReport,
+    find_class_files,
+    read_ndjson,
+    read_npy_bitmaps,
+    render,
+    resolve_labels,
+)
 
 
 def _centroid(img: np.ndarray) -> np.ndarray:
