@@ -22,7 +22,7 @@ from utils.quickdraw.pipeline import (
     split_of,
     unpack_strokes,
 )
-from utils.quickdraw.synthetic import generate_builtin
+from utils.quickdraw.synthetic import CLASSES, generate_builtin
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw"
 KAGGLE = FIX / "kaggle"
@@ -101,7 +101,7 @@ def test_make_dataset_specs_counts_and_split(builtin: Path) -> None:
     _, yv, kv = _collect(make_dataset(builtin, split="val", image_size=32, batch_size=16, with_key_id=True))
     val_keys = set(np.concatenate(kv).tolist())
     assert not train_keys & val_keys and len(val_keys) == count_examples(builtin, split="val") > 0
-    assert len(train_keys) + len(val_keys) == 12 * 40
+    assert len(train_keys) + len(val_keys) == len(CLASSES) * 40
     first = np.concatenate(ys)[:12]
     assert len(set(first.tolist())) >= 6  # classes interleaved from the start
 
