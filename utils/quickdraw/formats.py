@@ -177,17 +177,11 @@ def parse_points(
     ends: list[int] = []
     total = 0
     for s, stroke in enumerate(drawing):
-        if not isinstance(stroke, list) or len(stroke) < width:
+        if type(stroke) is not list or len(stroke) < width:
             raise BadDrawing(f"stroke {s} is not a list of {width} coordinate lists")
-        first = stroke[0]
-        n = len(first) if isinstance(first, list) else -1
-        if n <= 0:
-            raise BadDrawing(f"empty stroke {s}")
+        n = _coordinate_lists(stroke, width, s, raw)
         for k in range(width):
-            c = stroke[k]
-            if not isinstance(c, list) or len(c) != n:
-                raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
-            cols[k].extend(c)
+            cols[k].extend(stroke[k])
         total += n
         ends.append(total)
     try:
@@ -204,6 +198,22 @@ def parse_points(
         s = next(i for i, e in enumerate(ends) if bad < e)
         raise BadDrawing(f"stroke {s}: coordinate out of range 0..{max_coord:g} ({lo:g}..{hi:g})")
     return np.ascontiguousarray(arr.T), ends
+
+
+def _coordinate_lists(stroke: list, width: int, s: int, raw: bool) -> int:
+    """The common length of a stroke's x, y (and t) lists; raises BadDrawing otherwise."""
+    x = stroke[0]
+    n = len(x) if type(x) is list else -1
+    if n <= 0:
+        raise BadDrawing(f"empty stroke {s}")
+    y = stroke[1]
+    if (
+        type(y) is not list
+        or len(y) != n
+        or (width == 3 and (type(stroke[2]) is not list or len(stroke[2]) != n))
+    ):
+        raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
+    return n
 
 
 def parse_strokes(drawing: object, *, raw: bool | None = False, max_coord: float = 255.0) -> list[np.ndarray]:

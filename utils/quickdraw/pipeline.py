@@ -53,7 +53,7 @@ from utils.quickdraw.formats import (
     read_npy_bitmaps,
 )
 from utils.quickdraw.labels import LabelMap, google_name
-from utils.quickdraw.render import channels_of, render_packed
+from utils.quickdraw.render import channels_of, render_packed_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -113,11 +113,7 @@ def unpack_strokes(data: bytes) -> list[np.ndarray]:
 def _render_packed_batch(
     packed: np.ndarray, size: int, encoding: str, layout: str, line_width: float | None
 ) -> np.ndarray:
-    nch = channels_of(encoding)
-    out = np.empty((len(packed), size, size, nch), np.uint8)
-    for i, data in enumerate(packed):
-        out[i] = render_packed(data, size, encoding=encoding, layout=layout, line_width=line_width)
-    return out
+    return render_packed_batch(list(packed), size, encoding=encoding, layout=layout, line_width=line_width)
 
 
 def _resize_bitmap_batch(raw: np.ndarray, size: int, nch: int) -> np.ndarray:

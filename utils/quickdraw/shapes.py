@@ -154,7 +154,7 @@ def u(rng: Rng, lo: float, hi: float) -> float:
 # ------------------------------------------------------------------------------------
 def apple(rng: Rng) -> list[Stroke]:
     w, h = u(rng, 0.72, 1.05), u(rng, 0.8, 1.1)
-    dip = u(rng, 0.04, 0.35)
+    dip = u(rng, 0.08, 0.4)
     t = np.linspace(0, 1, 44)
     a = -np.pi / 2 + TAU * t  # from the top, clockwise on screen
     r = 1 + rng.normal(0.04, 0.04) * np.cos(2 * a) + rng.normal(0, 0.04) * np.cos(a)
@@ -186,7 +186,7 @@ def _apple_top(rng: Rng, h: float, dip: float) -> list[Stroke]:
     top_y = -h + dip * h
     if maybe(rng, 0.9):  # the stem
         lean = u(rng, -0.3, 0.3)
-        strokes.append(seg((0, top_y + 0.05), (lean * 0.5, top_y - 0.2), (lean, top_y - u(rng, 0.25, 0.6))))
+        strokes.append(seg((0, top_y + 0.05), (lean * 0.5, top_y - 0.2), (lean, top_y - u(rng, 0.3, 0.65))))
     if maybe(rng, 0.55):  # a leaf
         side = 1 if maybe(rng, 0.7) else -1
         lx, ly = side * u(rng, 0.15, 0.25), top_y - u(rng, 0.15, 0.3)
@@ -211,7 +211,7 @@ def bowtie(rng: Rng) -> list[Stroke]:
         left = seg((-knot, -pinch), (-w, -h), (-w, h), (-knot, pinch))
         right = seg((knot, pinch), (w, h), (w, -h), (knot, -pinch))
         strokes.append(np.concatenate([left, right, left[:1]]))
-    elif style < 0.75:  # each side its own stroke
+    elif style < 0.85:  # each side its own stroke
         strokes += polygon(rng, seg((-knot, 0), (-w, -h), (-w, h)), closure=0.05)
         strokes += polygon(rng, seg((knot, 0), (w, -h), (w, h)), closure=0.05)
     else:  # rounded lobes
@@ -240,8 +240,13 @@ def candle(rng: Rng) -> list[Stroke]:
     w = u(rng, 0.18, 0.4)
     top, bottom = u(rng, -0.45, -0.2), 1.0
     strokes: list[Stroke] = []
-    if maybe(rng, 0.6):
+    style = rng.random()
+    if style < 0.5:
         strokes += polygon(rng, seg((-w, top), (w, top), (w, bottom), (-w, bottom)), split=0.3)
+    elif style < 0.7:  # two lines (and maybe the top)
+        strokes += [seg((-w, top), (-w, bottom)), seg((w, top), (w, bottom))]
+        if maybe(rng, 0.4):
+            strokes.append(seg((-w, top), (w, top)))
     else:  # open at the top (or the top drawn as an ellipse)
         strokes.append(seg((-w, top), (-w, bottom), (w, bottom), (w, top)))
         if maybe(rng, 0.5):
@@ -285,14 +290,14 @@ def circle(rng: Rng) -> list[Stroke]:
 
 def cloud(rng: Rng) -> list[Stroke]:
     rx, ry = 1.0, u(rng, 0.4, 0.7)
-    k = int(rng.integers(6, 13))
+    k = int(rng.integers(4, 13))
     a0 = u(rng, 0, TAU)
     ang = a0 + TAU * (np.arange(k) + rng.uniform(-0.2, 0.2, k)) / k
     pts = np.stack([rx * np.cos(ang), ry * np.sin(ang)], axis=1)
-    if maybe(rng, 0.3):  # a flat bottom
-        pts[:, 1] = np.minimum(pts[:, 1], ry * 0.6)
+    if maybe(rng, 0.4):  # a flat bottom
+        pts[:, 1] = np.minimum(pts[:, 1], ry * u(rng, 0.2, 0.6))
     # bumps outward: travel is counter-clockwise on screen for increasing angle with y down
-    body = scallops(rng, pts, bulge=u(rng, 0.2, 0.45), outward=1, close=True)
+    body = scallops(rng, pts, bulge=u(rng, 0.25, 0.5), outward=1, close=True)
     if maybe(rng, 0.5):
         body = body[::-1]
     strokes = [body]
@@ -306,17 +311,17 @@ def cloud(rng: Rng) -> list[Stroke]:
 def diamond(rng: Rng) -> list[Stroke]:
     style = rng.random()
     w = u(rng, 0.7, 1.0)
-    if style < 0.35:  # a rhombus or a kite
+    if style < 0.25:  # a rhombus or a kite
         h = u(rng, 0.8, 1.3)
         mid = u(rng, -0.4, 0.15) * h
         return polygon(rng, jitter(rng, seg((0, -h), (w, mid), (0, h), (-w, mid)), 0.05), split=0.2)
     # a gem: table, crown, pavilion to a point (the crown can be almost flat: a shield)
     top, tip = -u(rng, 0.5, 0.9), u(rng, 0.7, 1.0)
     girdle = top + u(rng, 0.0, 0.6) * (0 - top)
-    tw = w * u(rng, 0.45, 1.0)
+    tw = w * u(rng, 0.5, 1.0)
     outline = seg((-tw, top), (tw, top), (w, girdle), (0, tip), (-w, girdle))
     strokes = polygon(rng, jitter(rng, outline, 0.03), split=0.25)
-    if style < 0.8:
+    if style < 0.75:
         strokes.append(seg((-w, girdle), (w, girdle)))
         if maybe(rng, 0.6):  # facets
             xs = np.linspace(-tw, tw, int(rng.integers(2, 4)))
@@ -376,17 +381,37 @@ def eye(rng: Rng) -> list[Stroke]:
     w, h = 1.0, u(rng, 0.4, 0.75)
     lift = u(rng, -0.1, 0.1)
     t = np.linspace(0, 1, 18)
-    upper = np.stack([-w + 2 * w * t, lift * (2 * t - 1) - h * np.sin(np.pi * t) ** u(rng, 0.7, 1.1)], axis=1)
-    lower = np.stack([-w + 2 * w * t, lift * (2 * t - 1) + h * u(rng, 0.6, 1.0) * np.sin(np.pi * t)], axis=1)
+    up_k, low_k = u(rng, 0.7, 1.1), u(rng, 0.6, 1.0)
+    upper = np.stack([-w + 2 * w * t, lift * (2 * t - 1) - h * np.sin(np.pi * t) ** up_k], axis=1)
+    lower = np.stack([-w + 2 * w * t, lift * (2 * t - 1) + h * low_k * np.sin(np.pi * t)], axis=1)
     strokes: list[Stroke] = []
-    if maybe(rng, 0.5):
+    if maybe(rng, 0.5):  # two lids, often crossing at the corners
+        over = u(rng, 0.0, 0.15) if maybe(rng, 0.5) else 0.0
+        ext = np.array([[-over, over * 0.5]]), np.array([[over, over * 0.5]])
+        upper = np.concatenate([upper[:1] + ext[0], upper, upper[-1:] + ext[1]])
+        lower = np.concatenate([lower[:1] + ext[0] * (1, -1), lower, lower[-1:] + ext[1] * (1, -1)])
         strokes += [upper, lower[::-1] if maybe(rng, 0.5) else lower]
     else:  # one stroke round the almond
         strokes.append(np.concatenate([upper, lower[::-1][1:]]))
-    ir = h * u(rng, 0.55, 0.95)
     cx = u(rng, -0.3, 0.3)
-    if maybe(rng, 0.9):  # the iris
-        strokes.append(loop(rng, cx, 0.0, ir, ir * u(rng, 0.9, 1.1), wobble=0.05))
+    if maybe(rng, 0.45):  # a big iris, hidden under the lids
+        ir = h * u(rng, 0.9, 1.3)
+        a = np.linspace(0, TAU, 40)
+        ring = np.stack([cx + ir * np.cos(a), ir * np.sin(a)], axis=1)
+        tt = np.clip((ring[:, 0] + w) / (2 * w), 0, 1)
+        inside = (ring[:, 1] > -h * np.sin(np.pi * tt) ** up_k * 0.95) & (
+            ring[:, 1] < h * low_k * np.sin(np.pi * tt) * 0.95
+        )
+        for side in (ring[:, 0] < cx, ring[:, 0] >= cx):
+            part = ring[inside & side]
+            if len(part) > 1:
+                part = part[np.argsort(part[:, 1])]
+                strokes.append(part)
+        ir = ir * 0.7
+    else:
+        ir = h * u(rng, 0.55, 0.95)
+        if maybe(rng, 0.9):  # the iris
+            strokes.append(loop(rng, cx, 0.0, ir, ir * u(rng, 0.9, 1.1), wobble=0.05))
     if maybe(rng, 0.75):  # the pupil
         pr = ir * u(rng, 0.25, 0.5)
         if maybe(rng, 0.5):
@@ -419,8 +444,8 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
     if maybe(rng, 0.9):  # the bridge
         strokes.insert(1, arc(0, 0.0, gap / 2 + 0.02, ry * u(rng, 0.2, 0.5), np.pi, TAU, 6))
     if maybe(rng, 0.7):  # the arms
-        back = u(rng, -0.25, 0.05)
-        length = u(rng, 0.2, 0.6)
+        back = u(rng, -0.45, 0.15)
+        length = u(rng, 0.2, 0.8)
         for side in (-1, 1):
             x0 = side * (cx + r)
             strokes.append(seg((x0, -ry * 0.3), (x0 + side * length, back - ry * 0.3)))
@@ -428,43 +453,42 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
 
 
 def fish(rng: Rng) -> list[Stroke]:
-    bw, bh = u(rng, 0.6, 0.85), u(rng, 0.3, 0.55)
+    bw, bh = u(rng, 0.55, 0.8), u(rng, 0.3, 0.55)  # half length and half height of the body
+    cx = -1 + 2 * bw  # where the body closes (the tail starts) - the head is at x = -1
+    tail_w, tail_h = u(rng, 0.2, 0.45), bh * u(rng, 0.5, 1.1)
     style = rng.random()
-    tail_w = u(rng, 0.25, 0.45)
     strokes: list[Stroke] = []
-    if style < 0.45:  # an oval body, a triangle tail
-        strokes.append(loop(rng, -0.15, 0, bw, bh, wobble=0.04))
-        x0 = -0.15 + bw - 0.05
-        tail = seg((x0, 0), (x0 + tail_w, -bh * u(rng, 0.6, 1.0)), (x0 + tail_w, bh * u(rng, 0.6, 1.0)))
+    if style < 0.55:  # the "alpha" fish: one stroke, the body's outline crossing into the tail
+        a = np.linspace(0.15, TAU - 0.15, 26)  # round the body from the lower side of the crossing
+        body = np.stack([cx - bw + bw * np.cos(a), bh * np.sin(a) * (1 - 0.25 * np.cos(a))], axis=1)
+        tip_top, tip_bottom = (cx + tail_w, -tail_h), (cx + tail_w, tail_h)
+        strokes.append(np.concatenate([seg(tip_top), body, seg(tip_bottom)]))
+        if maybe(rng, 0.3):  # the tail closed
+            strokes.append(seg(tip_top, (cx + tail_w + u(rng, -0.05, 0.1), 0), tip_bottom))
+    elif style < 0.8:  # an oval body, a separate tail
+        strokes.append(loop(rng, cx - bw, 0, bw, bh, wobble=0.04))
+        tail = seg((cx - 0.05, 0), (cx + tail_w, -tail_h), (cx + tail_w, tail_h))
         strokes += polygon(rng, tail, closure=0.05) if maybe(rng, 0.7) else [tail]
-    elif style < 0.8:  # the "alpha": two arcs crossing into the tail
-        t = np.linspace(0, 1, 20)
-        xs = -1 + 2 * t
-        env = bh * np.sin(np.pi * np.clip((xs + 1) / 1.6, 0, 1))
-        cross = xs > 0.55
-        env = np.where(cross, -bh * 0.9 * (xs - 0.6) / 0.4, env)
-        top = np.stack([xs, -env], axis=1)
-        bottom = np.stack([xs, env], axis=1)
-        strokes.append(np.concatenate([top[::-1], bottom[1:]]))
     else:  # one closed outline with the tail
         t = np.linspace(0, 1, 16)
-        top = np.stack([-1 + 1.6 * t, -bh * np.sin(np.pi * t)], axis=1)
-        outline = np.concatenate(
-            [top, seg((1, -bh * 0.8), (0.95, 0), (1, bh * 0.8)), (top * np.array([1, -1]))[::-1]]
-        )
-        strokes.append(outline)
-    if maybe(rng, 0.75):  # the eye
-        strokes.append(dot(rng, -0.15 - bw * 0.6, -bh * 0.2, u(rng, 0.03, 0.08)))
-    if maybe(rng, 0.3):  # the gill
-        strokes.append(arc(-0.15 - bw * 0.75, 0, bw * 0.35, bh * 0.7, -np.pi / 3, np.pi / 3, 6))
-    if maybe(rng, 0.3):  # a fin
-        fx = u(rng, -0.4, 0.1)
+        top = np.stack([-1 + 2 * bw * t, -bh * np.sin(np.pi * t) ** 0.8], axis=1)
+        fin = seg((cx + tail_w, -tail_h), (cx + tail_w * u(rng, 0.6, 0.9), 0), (cx + tail_w, tail_h))
+        strokes.append(np.concatenate([top, fin, (top * np.array([1, -1]))[::-1]]))
+    if maybe(rng, 0.7):  # the eye
+        strokes.append(dot(rng, -1 + bw * u(rng, 0.35, 0.6), -bh * u(rng, 0.1, 0.4), u(rng, 0.03, 0.08)))
+    if maybe(rng, 0.2):  # the gill
+        strokes.append(arc(-1 + bw * 0.4, 0, bw * 0.4, bh * 0.7, -np.pi / 3, np.pi / 3, 6))
+    if maybe(rng, 0.25):  # a fin
+        fx = cx - bw * u(rng, 0.6, 1.2)
         strokes.append(seg((fx - 0.2, -bh * 0.9), (fx, -bh - u(rng, 0.15, 0.35)), (fx + 0.2, -bh * 0.9)))
-    if maybe(rng, 0.12):  # scales or stripes
-        for x in np.linspace(-0.3, 0.3, 3):
+    if maybe(rng, 0.1):  # scales or stripes
+        for x in np.linspace(cx - bw * 1.2, cx - bw * 0.4, 3):
             strokes.append(arc(x, 0, 0.1, bh * 0.7, -np.pi / 2, np.pi / 2, 6))
-    if maybe(rng, 0.1):  # bubbles
+    if maybe(rng, 0.08):  # bubbles
         strokes.append(dot(rng, -1.2, -bh - 0.2, 0.06))
+    tilt = rng.normal(0, 0.3)  # fish are often drawn swimming up or down
+    c, s_ = np.cos(tilt), np.sin(tilt)
+    strokes = [p @ np.array([[c, s_], [-s_, c]]) for p in strokes]
     return mirror_x(strokes) if maybe(rng, 0.5) else strokes
 
 
@@ -555,7 +579,7 @@ def ladder(rng: Rng) -> list[Stroke]:
         strokes = strokes[::-1]
     k = int(rng.integers(3, 8))
     ys = np.linspace(-1, 1, k + 2)[1:-1] + rng.normal(0, 0.03, k)
-    out = u(rng, 0.0, 0.2) if maybe(rng, 0.2) else 0.0  # rungs that stick out
+    out = u(rng, 0.05, 0.3) if maybe(rng, 0.25) else 0.0  # rungs that stick out
     rungs = [seg((-w + taper * (1 - y) / 2 - out, y), (w - taper * (1 - y) / 2 + out, y)) for y in ys]
     if maybe(rng, 0.5):
         rungs = rungs[::-1]
@@ -868,7 +892,7 @@ def sun(rng: Rng) -> list[Stroke]:
 
 def triangle(rng: Rng) -> list[Stroke]:
     apex = u(rng, -0.45, 0.45) if maybe(rng, 0.85) else float(rng.choice([-1.0, 1.0]))
-    h = u(rng, 0.7, 1.3)
+    h = float(np.exp(u(rng, -0.45, 0.6)))  # wide and flat to tall and thin
     pts = jitter(rng, seg((apex, -h), (1, h), (-1, h)), 0.05)
     if maybe(rng, 0.05):  # upside down
         pts[:, 1] *= -1
