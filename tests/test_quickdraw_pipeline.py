@@ -53,7 +53,9 @@ def test_pack_unpack_round_trip() -> None:
 def test_iter_and_count_examples(tmp_path) -> None:
     import shutil
 
-    kaggle = shutil.copytree(KAGGLE, tmp_path / "kaggle")  # count_examples writes its manifest beside the data
+    kaggle = shutil.copytree(
+        KAGGLE, tmp_path / "kaggle"
+    )  # count_examples writes its manifest beside the data
     report = ReadReport()
     rows = list(iter_examples(kaggle, split="all", report=report))
     assert len(rows) == 6 + 5 + 5 + 4 and report.skipped == 7
@@ -302,3 +304,22 @@ def test_shard_counts_come_from_the_shard_manifest(tmp_path) -> None:
                 "counts": {"train": 7, "val": 2}}  # fmt: skip
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert [count_examples(tmp_path, split=s) for s in ("train", "val", "all")] == [7, 2, 9]  # files not read
+
+
+@pytestmark_tf
+def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, tmp_path) -> None:
+    from utils.quickdraw.formats import QuickDrawFormatError
+    from utils.quickdraw.shards import write_shards
+
+    one = write_shards(builtin, tmp_path / "one", num_shards=2, progress=False, workers=1)
+    two = write_shards(builtin, tmp_path / "two", num_shards=2, progress=False, workers=2)
+    assert one == two and one["counts"]["train"] == count_examples(builtin, split="train")
+    for name in one["files"]["train"] + one["files"]["val"]:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert not (tmp_path / "two" / ".unshuffled").exists()
+    # bad rows: reported from the workers, or raised with file and line
+    report = ReadReport()
+    write_shards(KAGGLE, tmp_path / "bad", num_shards=1, progress=False, workers=2, report=report)
+    assert report.skipped == 7 and report.rows_ok == 20
+    with pytest.raises(QuickDrawFormatError, match="triangle.csv:6: malformed JSON"):
+        write_shards(KAGGLE, tmp_path / "strict", num_shards=1, progress=False, workers=2, strict=True)

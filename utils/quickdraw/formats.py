@@ -58,6 +58,9 @@ class QuickDrawFormatError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple:  # so that it crosses process boundaries (write_shards' workers)
+        return (type(self), (self.path, self.line, self.reason))
+
 
 class BadDrawing(ValueError):
     """Raised by the parsers for a drawing that is not valid; carries a short reason."""
@@ -95,6 +98,24 @@ class ReadReport:
             self.by_file[str(path)] += 1
             if len(self.examples) < self.max_examples:
                 self.examples.append((str(path), line, reason))
+
+    def merge(self, other: ReadReport) -> None:
+        """Add another report's counts and examples (e.g. from a worker process)."""
+        with self._lock:
+            self.rows_ok += other.rows_ok
+            self.by_reason.update(other.by_reason)
+            self.by_file.update(other.by_file)
+            room = max(0, self.max_examples - len(self.examples))
+            self.examples.extend(other.examples[:room])
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def summary(self) -> str:
         """Human-readable report: totals, reasons, files, first examples."""
