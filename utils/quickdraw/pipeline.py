@@ -9,7 +9,8 @@
       --> shuffle --> batch --> render (OpenCV, parallel map) --> prefetch
 
 or, for TFRecord shards made once by :func:`utils.quickdraw.shards.write_shards`,
-``TFRecordDataset`` (files interleaved) --> shuffle --> batch --> render --> prefetch;
+``TFRecordDataset`` (files interleaved) --> shuffle --> batch --> parse the batch's records
+--> render --> prefetch (no Python parsing at all);
 ``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
 Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
 breaks inside fields). A :class:`~utils.quickdraw.formats.ReadReport` counts each pass
@@ -391,11 +392,10 @@ def make_dataset(
             "key_id": tf.io.FixedLenFeature([], tf.int64),
         }
 
-        def parse(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-            e = tf.io.parse_single_example(x, spec)
+        def parse_records(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+            e = tf.io.parse_example(x, spec)  # a whole batch at once: ~10x less per record
             return e["drawing"], tf.cast(e["label"], tf.int32), e["key_id"]
 
-        ds = ds.map(parse, num_parallel_calls=autotune, deterministic=deterministic)
         policy = tf.data.experimental.AutoShardPolicy.FILE
         payload = "strokes"
     elif kind == "npy":
@@ -460,6 +460,8 @@ def make_dataset(
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if kind == "tfrecord":  # records were shuffled and batched still serialized
+        ds = ds.map(parse_records, num_parallel_calls=autotune, deterministic=deterministic)
 
     if payload == "strokes":
 
