@@ -2,21 +2,29 @@
 
 The reference (public Kaggle kernel "Greyscale MobileNet", Quick, Draw! competition 2018)
 draws every segment with ``cv2.line`` on a 256x256 canvas, width 6, grey level by stroke
-order, then resizes to 64x64. Ours validates the drawing into one point array
-(``parse_points``), draws each stroke with one 1-pixel ``cv2.polylines`` call on a canvas
-2x the output, widens the lines with ``cv2.dilate`` and area-averages down
-(``render_points``; see ``utils/quickdraw/render.py``). Both run on the same drawings, in the same process, on one
-core (``cv2.setNumThreads(1)``), in alternating repeats, and the script prints
-drawings/second for each and their ratio, by wall-clock time and by CPU time (the CPU
-time is what "per core" means when other processes share the machine).
+order, then resizes to 64x64, one drawing at a time. Ours (``utils/quickdraw/render.py``)
+draws each stroke as a 1-pixel polyline on a canvas 2x the output, widens the lines with
+``cv2.dilate`` and area-averages down (anti-aliasing, Google's ``numpy_bitmap`` geometry);
+for a batch it places the drawings as tiles of one canvas, so that one polylines call per
+grey level, one dilation and one resize serve many drawings (each tile is bit-identical to
+the one-drawing result; ``tests/test_quickdraw_render.py``).
 
-Measurements: "render" starts from the decoded JSON lists (what the kernel's ``draw_cv2``
-gets): ours first validates them into one array (``parse_points``) and then renders;
-"render only" times ``render_points`` on the already parsed arrays (each renderer from
-its own parsed form); "parse + render" starts from the JSON text of the CSV column.
+Both run on the same drawings, in one process, on one core (``cv2.setNumThreads(1)``), in
+alternating repeats; the script prints drawings/second by CPU time (the per-core figure;
+wall-clock rates are printed too but suffer from other processes on a shared machine) and
+the ratios, on two sets side by side: the built-in doodles and the real drawings shipped
+in ``data/real`` (or any Google/Kaggle folder with ``--real``).
 
-    python benchmarks/bench_render.py                    # built-in smoke doodles
-    python benchmarks/bench_render.py --data /path/to/simplified   # real drawings
+What is timed, per set:
+  render only      each renderer from its own parsed form (the kernel: decoded JSON lists;
+                   ours: ``parse_points`` arrays), batch of ``--batch`` drawings for ours
+  validate+render  ours from the decoded lists: validation into arrays, then render
+  one at a time    ours, ``render_points`` per drawing (no batching)
+  JSON -> image    from the CSV column's JSON text: ``json.loads`` + the kernel's drawing,
+                   against ``parse_points`` (``json.loads`` + validation) + our batch render
+
+    python benchmarks/bench_render.py
+    python benchmarks/bench_render.py --real /work/shared/quickdraw-sample/lamnguyen5464__Sketch-dataset/data
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -33,9 +42,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from utils.quickdraw import ensure_builtin_data, find_class_files, parse_strokes, render  # noqa: E402
+from utils.quickdraw import ensure_builtin_data, find_class_files, real_test_dir  # noqa: E402
 from utils.quickdraw.formats import iter_file, parse_points, strokes_to_json  # noqa: E402
-from utils.quickdraw.render import reference_kernel_render, render_points  # noqa: E402
+from utils.quickdraw.render import (  # noqa: E402
+    reference_kernel_render,
+    render,
+    render_points,
+    render_points_batch,
+)
 
 
 def load_json_texts(source: Path, limit: int) -> list[str]:
@@ -48,100 +62,96 @@ def load_json_texts(source: Path, limit: int) -> list[str]:
     return texts[:limit]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--data", type=Path, default=None, help="a Quick, Draw! directory (default: built-in smoke set)"
-    )
-    p.add_argument("--n", type=int, default=2000, help="drawings")
-    p.add_argument("--size", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=7)
-    args = p.parse_args(argv)
-    cv2.setNumThreads(1)
-    source = args.data or ensure_builtin_data("smoke")
-    texts = load_json_texts(source, args.n)
+def cases_for(texts: list[str], size: int, batch: int) -> dict[str, Callable[[], None]]:
+    """The timed functions for one set of drawings."""
     lists = [json.loads(t) for t in texts]
-    n, size = len(texts), args.size
-    points = sum(len(s[0]) for d in lists for s in d)
-
-    def ref_render() -> None:
-        for d in lists:
-            reference_kernel_render(d, size)
-
-    def ours_render() -> None:
-        for d in lists:
-            render_points(*parse_points(d), size, encoding="order")
-
     parsed = [parse_points(d) for d in lists]
 
-    def ours_render_only() -> None:
-        for pts, ends in parsed:
-            render_points(pts, ends, size, encoding="order")
+    def batched(items: list[tuple[np.ndarray, list[int]]]) -> None:
+        for i in range(0, len(items), batch):
+            chunk = items[i : i + batch]
+            render_points_batch([p for p, _ in chunk], [e for _, e in chunk], size, encoding="order")
 
-    def ours_render_fast() -> None:
-        for pts, ends in parsed:
-            render_points(pts, ends, size, encoding="order", antialias=False)
-
-    def ref_parse_render() -> None:
-        for t in texts:
-            reference_kernel_render(json.loads(t), size)
-
-    def ours_parse_render() -> None:
-        for t in texts:
-            render_points(*parse_points(t), size, encoding="order")
-
-    cases = {
-        "render / reference (cv2.line on 256x256, resize)": ref_render,
-        "render / utils.quickdraw (validate + render)": ours_render,
-        "render / utils.quickdraw (render only)": ours_render_only,
-        "render / utils.quickdraw (render only, antialias=False)": ours_render_fast,
-        "parse + render / reference": ref_parse_render,
-        "parse + render / utils.quickdraw.render": ours_parse_render,
+    return {
+        "reference: render": lambda: [reference_kernel_render(d, size) for d in lists],
+        "ours: render only": lambda: batched(parsed),
+        "ours: validate + render": lambda: batched([parse_points(d) for d in lists]),
+        "ours: one at a time": lambda: [render_points(p, e, size, encoding="order") for p, e in parsed],
+        "reference: JSON -> image": lambda: [reference_kernel_render(json.loads(t), size) for t in texts],
+        "ours: JSON -> image": lambda: batched([parse_points(t) for t in texts]),
     }
+
+
+def measure(cases: dict[str, Callable[[], None]], n: int, repeats: int) -> dict[str, tuple[float, float]]:
+    """Median drawings/s (wall, CPU) of each case, repeats alternating between the cases."""
     wall: dict[str, list[float]] = {k: [] for k in cases}
     cpu: dict[str, list[float]] = {k: [] for k in cases}
     for fn in cases.values():  # warm-up
         fn()
-    for _ in range(args.repeats):  # alternate, so that load from other processes hits both
+    for _ in range(repeats):  # alternate, so that load from other processes hits all cases
         for name, fn in cases.items():
             w0, c0 = time.perf_counter(), time.process_time()
             fn()
             wall[name].append(time.perf_counter() - w0)
             cpu[name].append(time.process_time() - c0)
+    return {k: (n / statistics.median(wall[k]), n / statistics.median(cpu[k])) for k in cases}
 
-    print(f"{n} drawings from {source} ({points / n:.1f} points each), {size}x{size} output, one core")
-    print(f"{'':58s} {'drawings/s (wall)':>18s} {'drawings/s (CPU)':>17s}")
-    rates = {}
-    for name in cases:
-        rw, rc = n / statistics.median(wall[name]), n / statistics.median(cpu[name])
-        rates[name] = (rw, rc)
-        print(f"{name:58s} {rw:18,.0f} {rc:17,.0f}")
-    names = list(cases)
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--builtin", default="smoke", help="built-in variant (generated on first use)")
+    p.add_argument("--real", type=Path, default=None, help="real drawings (default: data/real/simplified)")
+    p.add_argument("--n", type=int, default=2000, help="drawings per set")
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--batch", type=int, default=128, help="drawings per render call (ours)")
+    p.add_argument("--repeats", type=int, default=7)
+    args = p.parse_args(argv)
+    cv2.setNumThreads(1)
+    sets = {
+        "built-in doodles": ensure_builtin_data(args.builtin),
+        "real drawings": args.real or real_test_dir(),
+    }
     pairs = (
-        (names[0], names[1], "validate + render from the decoded lists"),
-        (names[0], names[2], "render only (each from its own parsed form)"),
-        (names[0], names[3], "render only, antialias=False"),
-        (names[4], names[5], "JSON text -> image"),
+        ("render only", "reference: render", "ours: render only"),
+        ("validate + render", "reference: render", "ours: validate + render"),
+        ("one at a time", "reference: render", "ours: one at a time"),
+        ("JSON text -> image", "reference: JSON -> image", "ours: JSON -> image"),
     )
-    for ref, ours, label in pairs:
-        print(
-            f"speed-up of utils.quickdraw.render over the reference, {label}: "
-            f"{rates[ours][0] / rates[ref][0]:.2f}x (wall), {rates[ours][1] / rates[ref][1]:.2f}x (CPU)"
-        )
+    table = {}
+    for label, source in sets.items():
+        texts = load_json_texts(Path(source), args.n)
+        points = sum(len(s[0]) for t in texts for s in json.loads(t))
+        rates = measure(cases_for(texts, args.size, args.batch), len(texts), args.repeats)
+        print(f"\n{label}: {len(texts)} drawings from {source} ({points / len(texts):.1f} points each), "
+              f"{args.size}x{args.size}, one core")  # fmt: skip
+        print(f"  {'':28s} {'drawings/s (CPU)':>17s} {'drawings/s (wall)':>18s}")
+        for name, (rw, rc) in rates.items():
+            print(f"  {name:28s} {rc:17,.0f} {rw:18,.0f}")
+        table[label] = {what: rates[ours][1] / rates[ref][1] for what, ref, ours in pairs}
+        table[label]["wall, render only"] = rates["ours: render only"][0] / rates["reference: render"][0]
+    print("\nspeed-up of utils.quickdraw.render over the reference (CPU time per core):")
+    print(f"  {'':22s}" + "".join(f"{k:>20s}" for k in sets))
+    for what in next(iter(table.values())):
+        print(f"  {what:22s}" + "".join(f"{table[k][what]:19.2f}x" for k in sets))
+
     # the two renderers draw the same thing: compare the pictures (after matching layouts)
-    a = np.stack([reference_kernel_render(d, size) for d in lists[:200]]).astype(np.float32)
+    lists = [json.loads(t) for t in load_json_texts(Path(sets["real drawings"]), 200)]
+    a = np.stack([reference_kernel_render(d, args.size) for d in lists]).astype(np.float32)
     b = np.stack(
         [
-            render(parse_strokes(d), size, encoding="order", layout="kaggle", line_width=6 * size / 256)[
-                ..., 0
-            ]
-            for d in lists[:200]
+            render(
+                [np.asarray(s[:2], np.float32).T for s in d],
+                args.size,
+                encoding="order",
+                layout="kaggle",
+                line_width=6 * args.size / 256,
+            )[..., 0]
+            for d in lists
         ]
     ).astype(np.float32)
     corr = np.corrcoef(a.ravel(), b.ravel())[0, 1]
-    print(
-        f"pixel correlation with the reference when drawn in its layout (layout='kaggle', width 6/256): {corr:.3f}"
-    )
+    print(f"pixel correlation with the reference when drawn in its layout (layout='kaggle', width 6/256): {corr:.3f}")
+    print("fidelity to Google's own 28x28 bitmaps: scripts/check_quickdraw_real.py (utils/quickdraw/README.md)")
     return 0
 
 

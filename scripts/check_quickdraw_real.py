@@ -22,7 +22,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from utils.quickdraw import LabelMap, ReadReport, find_class_files, read_ndjson, read_npy_bitmaps, render  # noqa: E402
+from utils.quickdraw import (  # noqa: E402
+    ReadReport,
+    find_class_files,
+    read_ndjson,
+    read_npy_bitmaps,
+    render,
+    resolve_labels,
+)
 
 
 def _centroid(img: np.ndarray) -> np.ndarray:
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. simplified ndjson: every file, strict
     files = find_class_files(simp_dir)
-    labels = LabelMap.from_directory(simp_dir)
+    labels = resolve_labels(simp_dir)
     report = ReadReport()
     simp = {
         name: list(read_ndjson(f, labels=labels, strict=True, report=report)) for name, f in files.items()

@@ -63,13 +63,26 @@ def test_save_load_round_trip(tmp_path) -> None:
     assert file == tmp_path / "x.json" and LabelMap.load(file) == labels
 
 
-def test_from_directory(tmp_path) -> None:
+def test_labels_from_directory(tmp_path) -> None:
+    from utils.quickdraw import resolve_labels
+
     d = tmp_path / "train_simplified"
     d.mkdir()
     for name in ("zebra", "The Eiffel Tower", "cat"):
         (d / f"{name}.csv").write_text("countrycode,drawing,key_id,recognized,timestamp,word\n")
     (tmp_path / "test_simplified.csv").write_text("key_id,countrycode,drawing\n")
-    labels = LabelMap.from_directory(tmp_path)
+    labels = resolve_labels(tmp_path)
     assert list(labels) == sorted(["zebra", "The Eiffel Tower", "cat"])
     LabelMap(["only"]).save(tmp_path)
-    assert list(LabelMap.from_directory(tmp_path)) == ["only"]  # labels.json wins
+    assert list(resolve_labels(tmp_path)) == ["only"]  # labels.json wins
+
+
+def test_labels_module_imports_no_other_quickdraw_module() -> None:
+    import ast
+
+    from utils.quickdraw import labels as module
+
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m.startswith("utils")}, imported  # no formats <-> labels circle

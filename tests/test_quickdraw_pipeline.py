@@ -22,7 +22,7 @@ from utils.quickdraw.pipeline import (
     split_of,
     unpack_strokes,
 )
-from utils.quickdraw.synthetic import generate_builtin
+from utils.quickdraw.synthetic import CLASSES, generate_builtin
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw"
 KAGGLE = FIX / "kaggle"
@@ -50,18 +50,23 @@ def test_pack_unpack_round_trip() -> None:
     assert u[0].shape == (2, 3) and np.array_equal(u[1], t[1])
 
 
-def test_iter_and_count_examples() -> None:
+def test_iter_and_count_examples(tmp_path) -> None:
+    import shutil
+
+    kaggle = shutil.copytree(
+        KAGGLE, tmp_path / "kaggle"
+    )  # count_examples writes its manifest beside the data
     report = ReadReport()
-    rows = list(iter_examples(KAGGLE, split="all", report=report))
+    rows = list(iter_examples(kaggle, split="all", report=report))
     assert len(rows) == 6 + 5 + 5 + 4 and report.skipped == 7
-    assert resolve_labels(KAGGLE) == LabelMap(NAMES)
-    n_train, n_val = count_examples(KAGGLE, split="train"), count_examples(KAGGLE, split="val")
+    assert resolve_labels(kaggle) == LabelMap(NAMES)
+    n_train, n_val = count_examples(kaggle, split="train"), count_examples(kaggle, split="val")
     assert n_train + n_val == 20
-    assert count_examples(KAGGLE, split="all", limit_per_class=2) == 8
+    assert count_examples(kaggle, split="all", limit_per_class=2) == 8
     with pytest.raises(ValueError, match="split"):
-        list(iter_examples(KAGGLE, split="test"))
+        list(iter_examples(kaggle, split="test"))
     with pytest.raises(Exception, match="triangle.csv:6: malformed JSON"):
-        count_examples(KAGGLE, split="all", strict=True)
+        count_examples(kaggle, split="all", strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +106,7 @@ def test_make_dataset_specs_counts_and_split(builtin: Path) -> None:
     _, yv, kv = _collect(make_dataset(builtin, split="val", image_size=32, batch_size=16, with_key_id=True))
     val_keys = set(np.concatenate(kv).tolist())
     assert not train_keys & val_keys and len(val_keys) == count_examples(builtin, split="val") > 0
-    assert len(train_keys) + len(val_keys) == 12 * 40
+    assert len(train_keys) + len(val_keys) == len(CLASSES) * 40
     first = np.concatenate(ys)[:12]
     assert len(set(first.tolist())) >= 6  # classes interleaved from the start
 
@@ -248,3 +253,73 @@ def test_multi_worker_autoshard(builtin: Path, tmp_path) -> None:
             keys.append({int(k) for batch in _AutoShardDataset(ds, 2, worker) for k in batch[2].numpy()})
         assert keys[0] and keys[1] and not keys[0] & keys[1]
         assert len(keys[0] | keys[1]) == n_train
+
+
+def test_counts_are_parsed_once_and_kept_in_a_manifest(tmp_path, monkeypatch) -> None:
+    import json
+    import shutil
+
+    from utils.quickdraw import pipeline
+    from utils.quickdraw.counts import MANIFEST_NAME
+
+    data = shutil.copytree(KAGGLE, tmp_path / "kaggle")
+    parsed: list[str] = []
+    real_iter_one = pipeline._iter_one
+
+    def counting_iter_one(path, *args):  # noqa: ANN001, ANN202 - a spy on the parser
+        parsed.append(Path(path).name)
+        return real_iter_one(path, *args)
+
+    monkeypatch.setattr(pipeline, "_iter_one", counting_iter_one)
+    by_reading = sum(1 for _ in iter_examples(data, split="train"))  # the control: a full read
+    parsed.clear()
+    n_train = count_examples(data, split="train")
+    assert n_train == by_reading and sorted(parsed) == sorted(
+        p.name for p in (data / "train_simplified").iterdir()
+    )
+    parsed.clear()
+    n_val = count_examples(data, split="val")
+    n_all = count_examples(data, split="all")
+    assert parsed == [] and n_train + n_val == n_all == 20  # the other splits came from the manifest
+    manifest = json.loads((data / MANIFEST_NAME).read_text())
+    assert len(manifest["files"]) == 4
+    count_examples(data, split="train", limit_per_class=2)  # other settings: counted once more
+    assert len(parsed) == 4
+    # a changed file is counted again, the others are not
+    parsed.clear()
+    f = data / "train_simplified" / "circle.csv"
+    f.write_text(f.read_text() + f.read_text().splitlines()[1] + "\n")
+    assert count_examples(data, split="all") == 21 and parsed == ["circle.csv"]
+    # strict=True reads everything (to raise on bad rows), whatever the manifest says
+    with pytest.raises(Exception, match="malformed JSON"):
+        count_examples(data, split="all", strict=True)
+
+
+def test_shard_counts_come_from_the_shard_manifest(tmp_path) -> None:
+    import json
+
+    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"")
+    (tmp_path / "val-00000-of-00001.tfrecord").write_bytes(b"")
+    manifest = {"files": {"train": ["train-00000-of-00001.tfrecord"], "val": ["val-00000-of-00001.tfrecord"]},
+                "counts": {"train": 7, "val": 2}}  # fmt: skip
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert [count_examples(tmp_path, split=s) for s in ("train", "val", "all")] == [7, 2, 9]  # files not read
+
+
+@pytestmark_tf
+def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, tmp_path) -> None:
+    from utils.quickdraw.formats import QuickDrawFormatError
+    from utils.quickdraw.shards import write_shards
+
+    one = write_shards(builtin, tmp_path / "one", num_shards=2, progress=False, workers=1)
+    two = write_shards(builtin, tmp_path / "two", num_shards=2, progress=False, workers=2)
+    assert one == two and one["counts"]["train"] == count_examples(builtin, split="train")
+    for name in one["files"]["train"] + one["files"]["val"]:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert not (tmp_path / "two" / ".unshuffled").exists()
+    # bad rows: reported from the workers, or raised with file and line
+    report = ReadReport()
+    write_shards(KAGGLE, tmp_path / "bad", num_shards=1, progress=False, workers=2, report=report)
+    assert report.skipped == 7 and report.rows_ok == 20
+    with pytest.raises(QuickDrawFormatError, match="triangle.csv:6: malformed JSON"):
+        write_shards(KAGGLE, tmp_path / "strict", num_shards=1, progress=False, workers=2, strict=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -101,3 +102,43 @@ def test_reference_kernel_render() -> None:
     lists = [[[int(v) for v in s[:, 0]], [int(v) for v in s[:, 1]]] for s in DRAWINGS[0]]
     img = reference_kernel_render(lists, 64)
     assert img.shape == (64, 64) and img.dtype == np.uint8 and img.max() > 0
+
+
+@pytest.mark.parametrize("encoding", ["plain", "order", "time", "rgb"])
+@pytest.mark.parametrize(("size", "layout", "antialias"), [(28, "google", True), (64, "google", True),
+                                                          (64, "kaggle", True), (32, "google", False)])  # fmt: skip
+def test_batch_equals_one_by_one(encoding: str, size: int, layout: str, antialias: bool) -> None:
+    """Tiles on one canvas give exactly the images of separate canvases: no ink crosses a
+    gutter, drawings that do not fit their tile are drawn apart, dots and empty drawings too."""
+    from utils.quickdraw.pipeline import pack_strokes
+    from utils.quickdraw.render import render_packed_batch, render_points_batch
+
+    dense = [np.array([[x, 0], [x, 255]], np.float32) for x in range(0, 256, 8)]  # ink up to the edges
+    misfit = [np.array([[-40, 10], [300, 250]], np.float32)]  # outside the 0-255 frame
+    dot = [np.array([[128, 128]], np.float32)]
+    drawings = [*DRAWINGS, dense, *RAW, dense, misfit, dot, [], *DRAWINGS] * 12  # > one canvas
+    opts = dict(encoding=encoding, layout=layout, antialias=antialias)
+    one_by_one = np.stack([render(d, size, **opts) for d in drawings])
+    assert np.array_equal(render_batch(drawings, size, **opts), one_by_one)
+    packed = [pack_strokes(d) if len(d) else b"" for d in drawings]
+    assert np.array_equal(render_packed_batch(packed, size, **opts), one_by_one)
+    full = [d for d in drawings if len(d)]
+    points = [np.concatenate(d) for d in full]
+    ends = [np.cumsum([len(s) for s in d]).tolist() for d in full]
+    assert np.array_equal(
+        render_points_batch(points, ends, size, **opts), np.stack([render(d, size, **opts) for d in full])
+    )
+    assert one_by_one[len(DRAWINGS) + 1 + len(RAW) + 2].any()  # the misfit is drawn (clipped), not lost
+
+
+def test_without_gutters_tiles_would_share_ink(monkeypatch) -> None:
+    """The control for the test above: with no gutter between the tiles, a drawing inked up
+    to its edges changes its neighbours (so the equality above is a real check)."""
+    module = importlib.import_module("utils.quickdraw.render")  # the module, not the function
+
+    dense = [np.array([[x, 0], [x, 255]], np.float32) for x in range(0, 256, 8)]
+    drawings = [dense, DRAWINGS[0], dense]
+    separate = np.stack([render(d, 64, layout="kaggle") for d in drawings])
+    assert np.array_equal(render_batch(drawings, 64, layout="kaggle"), separate)
+    monkeypatch.setattr(module, "_gutter", lambda width, ss: 0)
+    assert not np.array_equal(render_batch(drawings, 64, layout="kaggle"), separate)

@@ -32,7 +32,9 @@ def test_deterministic_and_valid() -> None:
         for x, y in zip(a, b, strict=True):
             assert all(np.array_equal(s, t) for s, t in zip(x.strokes, y.strokes, strict=True))
             pts = np.concatenate(x.strokes)
-            assert pts.min() == 0 and 245 <= pts.max() <= 255  # Google's frame (RDP may drop the extreme)
+            # Google's frame: top-left at 0, longer side 255; RDP (epsilon 2) may drop an
+            # extreme point by up to 2 units, as in Google's own files
+            assert pts.min(axis=0).max() <= 2 and 245 <= pts.max() <= 255
             assert np.array_equal(pts, np.rint(pts))
         c = generate_drawings(word, 4, seed=4)
         assert any(

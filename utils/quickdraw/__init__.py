@@ -9,12 +9,17 @@ Built-in data (the default; no download)::
     path = qd.ensure_builtin_data(utils.choose(smoke="smoke", full="full"))
     # -> data/builtin/<variant>/ in Kaggle layout: train_simplified/<word>.csv,
     #    test_simplified.csv, test_solution.csv, labels.json, manifest.json
-    qd.BUILTIN_CLASSES       # the 12 class names, in label order
+    qd.BUILTIN_CLASSES       # the 28 class names (Google's), in label order
     x, y, names = qd.load_arrays(n, image_size=28, seed=0)  # NumPy, no files, no TF
+
+The real test set shipped in ``data/real/`` (Google's drawings of the same classes, CC BY 4.0)::
+
+    x, y, names = qd.load_real_test(image_size=32)   # 25 real drawings per built-in class
+    qd.real_test_dir()                               # data/real/simplified (Google ndjson)
 
 Labels::
 
-    labels = qd.LabelMap.from_directory(path)   # or qd.resolve_labels(path)
+    labels = qd.resolve_labels(path)   # labels.json, else the sorted class-file names
     labels.index("smiley_face") == labels.index("smiley face")
     labels[i], labels.kaggle(i); labels.save(model_dir); qd.LabelMap.load(model_dir)
 
@@ -50,7 +55,8 @@ Reading and rendering without TensorFlow::
     qd.split_of(key_id)                   # "train" or "val"
 
 Modules: :mod:`~utils.quickdraw.labels`, :mod:`~utils.quickdraw.formats`,
-:mod:`~utils.quickdraw.synthetic`, :mod:`~utils.quickdraw.render`,
+:mod:`~utils.quickdraw.synthetic` (templates in :mod:`~utils.quickdraw.shapes`),
+:mod:`~utils.quickdraw.real`, :mod:`~utils.quickdraw.render`,
 :mod:`~utils.quickdraw.pipeline`, :mod:`~utils.quickdraw.shards`,
 :mod:`~utils.quickdraw.download`. Measurements against the real data are in
 ``utils/quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
@@ -80,6 +86,13 @@ from utils.quickdraw.pipeline import (
     split_of,
     unpack_strokes,
 )
+from utils.quickdraw.real import (
+    RealDataError,
+    load_real_test,
+    read_real_test,
+    real_test_dir,
+    verify_real_test_set,
+)
 from utils.quickdraw.render import default_line_width, render, render_batch, render_points
 from utils.quickdraw.shards import write_shards
 from utils.quickdraw.synthetic import CLASSES as BUILTIN_CLASSES
@@ -92,6 +105,7 @@ __all__ = [
     "LabelMap",
     "QuickDrawFormatError",
     "ReadReport",
+    "RealDataError",
     "UnknownClassError",
     "builtin_dir",
     "count_examples",
@@ -106,6 +120,7 @@ __all__ = [
     "iter_examples",
     "kaggle_name",
     "load_arrays",
+    "load_real_test",
     "make_dataset",
     "normalise_raw",
     "pack_strokes",
@@ -114,12 +129,15 @@ __all__ = [
     "read_kaggle_csv",
     "read_ndjson",
     "read_npy_bitmaps",
+    "read_real_test",
+    "real_test_dir",
     "render",
     "render_batch",
     "render_points",
     "resolve_labels",
     "split_of",
     "unpack_strokes",
+    "verify_real_test_set",
     "write_kaggle_csv",
     "write_ndjson",
     "write_shards",

@@ -58,6 +58,9 @@ class QuickDrawFormatError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple:  # so that it crosses process boundaries (write_shards' workers)
+        return (type(self), (self.path, self.line, self.reason))
+
 
 class BadDrawing(ValueError):
     """Raised by the parsers for a drawing that is not valid; carries a short reason."""
@@ -95,6 +98,24 @@ class ReadReport:
             self.by_file[str(path)] += 1
             if len(self.examples) < self.max_examples:
                 self.examples.append((str(path), line, reason))
+
+    def merge(self, other: ReadReport) -> None:
+        """Add another report's counts and examples (e.g. from a worker process)."""
+        with self._lock:
+            self.rows_ok += other.rows_ok
+            self.by_reason.update(other.by_reason)
+            self.by_file.update(other.by_file)
+            room = max(0, self.max_examples - len(self.examples))
+            self.examples.extend(other.examples[:room])
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def summary(self) -> str:
         """Human-readable report: totals, reasons, files, first examples."""
@@ -177,17 +198,11 @@ def parse_points(
     ends: list[int] = []
     total = 0
     for s, stroke in enumerate(drawing):
-        if not isinstance(stroke, list) or len(stroke) < width:
+        if type(stroke) is not list or len(stroke) < width:
             raise BadDrawing(f"stroke {s} is not a list of {width} coordinate lists")
-        first = stroke[0]
-        n = len(first) if isinstance(first, list) else -1
-        if n <= 0:
-            raise BadDrawing(f"empty stroke {s}")
+        n = _coordinate_lists(stroke, width, s, raw)
         for k in range(width):
-            c = stroke[k]
-            if not isinstance(c, list) or len(c) != n:
-                raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
-            cols[k].extend(c)
+            cols[k].extend(stroke[k])
         total += n
         ends.append(total)
     try:
@@ -204,6 +219,22 @@ def parse_points(
         s = next(i for i, e in enumerate(ends) if bad < e)
         raise BadDrawing(f"stroke {s}: coordinate out of range 0..{max_coord:g} ({lo:g}..{hi:g})")
     return np.ascontiguousarray(arr.T), ends
+
+
+def _coordinate_lists(stroke: list, width: int, s: int, raw: bool) -> int:
+    """The common length of a stroke's x, y (and t) lists; raises BadDrawing otherwise."""
+    x = stroke[0]
+    n = len(x) if type(x) is list else -1
+    if n <= 0:
+        raise BadDrawing(f"empty stroke {s}")
+    y = stroke[1]
+    if (
+        type(y) is not list
+        or len(y) != n
+        or (width == 3 and (type(stroke[2]) is not list or len(stroke[2]) != n))
+    ):
+        raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
+    return n
 
 
 def parse_strokes(drawing: object, *, raw: bool | None = False, max_coord: float = 255.0) -> list[np.ndarray]:

@@ -57,8 +57,10 @@ class LabelMap(Sequence[str]):
     letter case: ``labels.index("The_Eiffel_Tower") == labels.index("The Eiffel Tower")``.
     ``labels[i]`` gives the Google spelling; :meth:`kaggle` the Kaggle one.
 
-    Used in notebooks 04, 05 and 06: build it from the data (:meth:`from_directory`),
-    save it with the model (:meth:`save`) and load it back (:meth:`load`).
+    Used in notebooks 04, 05 and 06: build it from the data
+    (:func:`utils.quickdraw.resolve_labels`), save it with the model (:meth:`save`) and
+    load it back (:meth:`load`). This module imports nothing from the rest of
+    ``utils.quickdraw`` (the readers import it, not the other way round).
     """
 
     def __init__(self, names: Iterable[str]) -> None:
@@ -161,17 +163,3 @@ class LabelMap(Sequence[str]):
         if path.is_dir():
             path = path / LABELS_FILENAME
         return cls.from_json(path.read_text(encoding="utf-8"))
-
-    @classmethod
-    def from_directory(cls, root: str | Path) -> LabelMap:
-        """The classes of a dataset directory, sorted (Google spelling).
-
-        Uses ``labels.json`` when present, else the per-class file names found by
-        :func:`utils.quickdraw.formats.find_class_files`.
-        """
-        root = Path(root)
-        if (root / LABELS_FILENAME).is_file():
-            return cls.load(root / LABELS_FILENAME)
-        from utils.quickdraw.formats import find_class_files
-
-        return cls(sorted(find_class_files(root)))

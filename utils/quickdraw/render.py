@@ -33,6 +33,7 @@ Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kern
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import accumulate
@@ -120,34 +121,16 @@ def render(
     returned by :mod:`utils.quickdraw.formats`. ``line_width`` is in output pixels
     (default :func:`default_line_width`); ``supersample`` is the canvas factor (default
     :func:`default_supersample`); ``antialias=False`` draws at the output size.
-    Deterministic. Used by ``make_dataset`` (notebooks 04-06) and the figures that show
-    what the model sees.
+    Deterministic. For many drawings :func:`render_batch` is several times faster.
+    Used by the figures that show what the model sees (notebooks 04-06).
     """
+    nch = channels_of(encoding)
     if len(strokes) == 0:
-        return np.zeros((size, size, channels_of(encoding)), np.uint8)
+        return np.zeros((size, size, nch), np.uint8)
     points = strokes[0] if len(strokes) == 1 else np.concatenate(strokes)
     ends = list(accumulate(len(s) for s in strokes))
-    return render_points(
-        points,
-        ends,
-        size,
-        encoding=encoding,
-        layout=layout,
-        line_width=line_width,
-        supersample=supersample,
-        antialias=antialias,
-    )
-
-
-def render_packed(data: bytes, size: int = 64, **kwargs: object) -> np.ndarray:
-    """Render strokes packed by :func:`utils.quickdraw.pipeline.pack_strokes`. Same options
-    as :func:`render`; used inside ``make_dataset``."""
-    a = np.frombuffer(data, np.float32).reshape(-1, 4)
-    if len(a) == 0:
-        return render([], size, **kwargs)  # type: ignore[arg-type]
-    ends = (np.flatnonzero(np.diff(a[:, 3])) + 1).tolist() + [len(a)]
-    points = a[:, :3] if a[0, 2] >= 0 else a[:, :2]
-    return render_points(points, ends, size, **kwargs)  # type: ignore[arg-type]
+    return render_points(points, ends, size, encoding=encoding, layout=layout, line_width=line_width,
+                         supersample=supersample, antialias=antialias)  # fmt: skip
 
 
 def render_points(
@@ -161,81 +144,330 @@ def render_points(
     supersample: int | None = None,
     antialias: bool = True,
 ) -> np.ndarray:
-    """Render from all points at once (:func:`utils.quickdraw.formats.parse_points`):
-    ``points`` ``(N, 2)`` or ``(N, 3)``, ``ends`` the cumulative stroke lengths. The
-    fastest entry; same options and result as :func:`render`."""
+    """Render one drawing from all its points at once (:func:`utils.quickdraw.formats.parse_points`):
+    ``points`` ``(N, 2)`` or ``(N, 3)``, ``ends`` the cumulative stroke lengths. Same
+    options and result as :func:`render`."""
     nch = channels_of(encoding)
-    ss, width, scale, offset, centre = _plan(size, layout, line_width, supersample, antialias)
-    canvas = size * ss
+    if len(points) == 0:
+        return np.zeros((size, size, nch), np.uint8)
+    plan = _plan(size, layout, line_width, supersample, antialias)
+    return _render_one(points, [0, *ends], size, plan, encoding, nch).copy()
+
+
+def render_packed(data: bytes, size: int = 64, **kwargs: object) -> np.ndarray:
+    """Render strokes packed by :func:`utils.quickdraw.pipeline.pack_strokes`. Same options
+    as :func:`render`."""
+    return render_packed_batch([data], size, **kwargs)[0]  # type: ignore[arg-type]
+
+
+def render_batch(drawings: Sequence[Sequence[np.ndarray]], size: int = 64, **kwargs: object) -> np.ndarray:
+    """Render many drawings (each a list of strokes): ``uint8`` ``(N, size, size, C)``,
+    each image exactly what :func:`render` gives. Same options as :func:`render`.
+    Used by ``load_arrays`` (notebook 07) and ``load_real_test`` (notebook 06)."""
+    points, ends = [], []
+    for strokes in drawings:
+        if len(strokes) == 0:
+            points.append(np.zeros((0, 2), np.float32))
+            ends.append([])
+            continue
+        points.append(strokes[0] if len(strokes) == 1 else np.concatenate(strokes))
+        ends.append(list(accumulate(len(s) for s in strokes)))
+    return render_points_batch(points, ends, size, **kwargs)  # type: ignore[arg-type]
+
+
+def render_packed_batch(packed: Sequence[bytes], size: int = 64, **kwargs: object) -> np.ndarray:
+    """Render drawings packed by :func:`utils.quickdraw.pipeline.pack_strokes` (float32 rows
+    ``x, y, t, stroke``; ``t`` < 0 when there are no times), all at once: what
+    ``make_dataset`` calls for every batch. Same options and results as :func:`render`."""
+    a = np.frombuffer(b"".join(packed), np.float32).reshape(-1, 4)
+    lengths = np.fromiter((len(d) // 16 for d in packed), np.int64, len(packed))
+    draw_off = np.zeros(len(packed) + 1, np.int64)
+    np.cumsum(lengths, out=draw_off[1:])
+    # a new stroke where the stroke number changes or a new drawing begins
+    new = np.zeros(len(a), bool)
+    new[1:] = a[1:, 3] != a[:-1, 3]
+    new[draw_off[:-1][lengths > 0]] = True
+    stroke_off = np.append(np.flatnonzero(new), len(a))
+    timed = len(a) > 0 and bool((a[:, 2] >= 0).any())
+    return _render_flat(a[:, :3] if timed else a[:, :2], draw_off, stroke_off, size, **kwargs)  # type: ignore[arg-type]
+
+
+def render_points_batch(
+    points: Sequence[np.ndarray], ends: Sequence[Sequence[int]], size: int = 64, **kwargs: object
+) -> np.ndarray:
+    """Render many drawings given as :func:`render_points` takes them (one points array and
+    its stroke ends each). Same options and results as :func:`render`."""
+    lengths = [len(p) for p in points]
+    draw_off = np.zeros(len(points) + 1, np.int64)
+    np.cumsum(lengths, out=draw_off[1:])
+    stroke_off = [0]
+    for base, e in zip(draw_off[:-1].tolist(), ends, strict=True):
+        stroke_off.extend(base + int(x) for x in e)
+    width = 3 if any(p.shape[1] > 2 for p in points if len(p)) else 2
+    flat = [
+        p[:, :width] if p.shape[1] >= width else np.pad(p, ((0, 0), (0, 1)), constant_values=-1)
+        for p in points
+    ]
+    pts = np.concatenate(flat) if len(flat) > 1 else flat[0][:, :width]
+    return _render_flat(pts, draw_off, np.asarray(stroke_off, np.int64), size, **kwargs)  # type: ignore[arg-type]
+
+
+_CHUNK = 128  # drawings per canvas: one polylines call per grey level, one dilation, one resize
+_COLS = 16  # drawings per canvas row
+
+
+def _render_flat(
+    points: np.ndarray,
+    draw_off: np.ndarray,
+    stroke_off: np.ndarray,
+    size: int,
+    *,
+    encoding: str = "plain",
+    layout: str = "google",
+    line_width: float | None = None,
+    supersample: int | None = None,
+    antialias: bool = True,
+) -> np.ndarray:
+    """The renderer. ``points`` ``(T, 2|3)`` of all drawings; drawing ``i`` is
+    ``points[draw_off[i]:draw_off[i+1]]``; strokes start at ``stroke_off[:-1]``.
+
+    Drawings are placed on one canvas in a grid of tiles, each tile ``size`` output pixels
+    plus a gutter wider than the ink spreads, so that one polylines call per grey level,
+    one dilation and one resize serve ``_CHUNK`` drawings; each tile is then exactly the
+    picture the drawing would get on a canvas of its own (the 1-pixel lines stay inside
+    their tile; a drawing that does not fit is drawn on a canvas of its own).
+    """
+    nch = channels_of(encoding)
+    n = len(draw_off) - 1
+    plan = _plan(size, layout, line_width, supersample, antialias)
+    out = np.zeros((n, size, size, nch), np.uint8)
+    if n == 0 or len(points) == 0:
+        return out
+    ss, width, scale, offset, centre = plan
     m = scale * _ONE
-    xy = np.ascontiguousarray(points[:, :2], dtype=np.float32)  # no copy when it already is
+    xy = np.ascontiguousarray(points[:, :2], dtype=np.float32)
+    lengths = np.diff(draw_off)
+    full = np.flatnonzero(lengths > 0)  # empty drawings stay black
+    starts = draw_off[full]
+    base = np.full((len(full), 2), offset * _ONE + 0.5)
+    if centre:  # bounding-box centre to the canvas centre, as cv2.boundingRect rounds it
+        lo = np.floor(np.minimum.reduceat(xy, starts, axis=0))
+        hi = np.floor(np.maximum.reduceat(xy, starts, axis=0))
+        base -= (lo + hi) * 0.5 * m
+    shift = np.zeros((n, 2))
+    shift[full] = base
+    q = (xy * m + np.repeat(shift, lengths, axis=0)).astype(np.int32)  # +0.5, truncate: rounding
+    qmin = np.minimum.reduceat(q, starts, axis=0).min(axis=1)
+    qmax = np.maximum.reduceat(q, starts, axis=0).max(axis=1)
+    fits = np.zeros(n, bool)
+    half = _ONE // 2  # cv2 rounds fixed-point coordinates to the nearest pixel
+    fits[full] = (qmin >= -half) & (qmax < size * ss * _ONE - half)
+    gutter = _gutter(width, ss)
+    times = points[:, 2] if points.shape[1] > 2 else None
+    for sel in np.array_split(np.flatnonzero(fits), max(1, -(-int(fits.sum()) // _CHUNK))):
+        if len(sel) == 0:
+            continue
+        _draw_tiles(out, q, times, draw_off, stroke_off, sel, size, ss, width, gutter, encoding, nch)
+    for i in np.flatnonzero(~fits & (lengths > 0)).tolist():  # a canvas each, lines clipped at its edges
+        a, b = draw_off[i], draw_off[i + 1]
+        ends = stroke_off[(stroke_off >= a) & (stroke_off <= b)] - a
+        out[i] = _render_one(points[a:b], ends, size, plan, encoding, nch)
+    return out
+
+
+def _render_one(
+    points: np.ndarray, stroke_off: np.ndarray, size: int, plan: tuple, encoding: str, nch: int
+) -> np.ndarray:
+    """One drawing on a canvas of its own (``stroke_off``: 0, then the stroke ends). The
+    same drawing as :func:`_draw_tiles`, with less bookkeeping (a view into a buffer)."""
+    ss, width, scale, offset, centre = plan
+    m = scale * _ONE
+    xy = np.ascontiguousarray(points[:, :2], dtype=np.float32)
     if centre:  # the bounding box's centre goes to the canvas centre (+ pixel shifts)
-        bx, by, bw, bh = cv2.boundingRect(xy)  # exact for integer coordinates
-        shift = (
+        bx, by, bw, bh = cv2.boundingRect(xy)  # floor(min), floor(max) - floor(min) + 1
+        shift = [
             offset * _ONE + 0.5 - (bx + (bw - 1) * 0.5) * m,
             offset * _ONE + 0.5 - (by + (bh - 1) * 0.5) * m,
-        )
+        ]
     else:
-        shift = (offset * _ONE + 0.5, offset * _ONE + 0.5)
-    q = (xy * m + shift).astype(np.int32)  # + 0.5 then truncation: rounding (coordinates > 0)
-    ends = list(ends)
-    starts = [0, *ends[:-1]]
-    pts = [
-        q[a:b] if b - a > 1 else q[[a, a]] for a, b in zip(starts, ends, strict=True)
-    ]  # a dot: 0-length line
-    if encoding == "plain":
-        img = np.zeros((canvas, canvas), np.uint8)
-        cv2.polylines(img, pts, False, 255, 1, cv2.LINE_8, _SHIFT)
-    elif encoding == "order":
-        img = _order_plane(pts, canvas)
-    elif encoding == "time":
-        img = _time_plane(q, starts, ends, points[:, 2] if points.shape[1] > 2 else None, canvas)
-    else:  # rgb
-        first = np.zeros((canvas, canvas), np.uint8)
-        cv2.polylines(first, pts, False, 255, 1, cv2.LINE_8, _SHIFT)
-        times = points[:, 2] if points.shape[1] > 2 else None
-        img = cv2.merge([first, _order_plane(pts, canvas), _time_plane(q, starts, ends, times, canvas)])
+        shift = [offset * _ONE + 0.5, offset * _ONE + 0.5]
+    q = (xy * m + np.array(shift)).astype(np.int32)  # float64 sum, as in _render_flat
+    bounds = [int(x) for x in stroke_off]
+    pts = [q[a:b] if b - a > 1 else q[[a, a]] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    ns = len(pts)
+    times = points[:, 2] if points.shape[1] > 2 else None
+    ids = np.arange(ns)
+    starts = np.asarray(bounds[:-1], np.int64)
+    buf = _buffers((size * ss, size * ss), nch, (size, size))
+    img = _planes(pts, ids, starts, np.zeros(ns, np.int64), times, ids, np.asarray(bounds), encoding, buf)
     for kernel in _kernels(width):
-        img = cv2.dilate(img, kernel)
+        img = cv2.dilate(img, kernel, dst=buf.spare if img is not buf.spare else buf.merged)
     if ss > 1:
-        img = cv2.resize(img, (size, size), interpolation=cv2.INTER_AREA)
+        img = cv2.resize(img, (size, size), dst=buf.small, interpolation=cv2.INTER_AREA)
     return img.reshape(size, size, nch)
 
 
-def _order_plane(pts: list[np.ndarray], canvas: int) -> np.ndarray:
-    plane = np.zeros((canvas, canvas), np.uint8)
-    for i in range(len(pts) - 1, -1, -1):  # earliest stroke last: it shows where strokes cross
-        cv2.polylines(plane, [pts[i]], False, 255 - 13 * min(i, 10), 1, cv2.LINE_8, _SHIFT)
+def _draw_tiles(
+    out: np.ndarray,
+    q: np.ndarray,
+    times: np.ndarray | None,
+    draw_off: np.ndarray,
+    stroke_off: np.ndarray,
+    sel: np.ndarray,
+    size: int,
+    ss: int,
+    width: int,
+    gutter: int,
+    encoding: str,
+    nch: int,
+) -> None:
+    """Draw drawings ``sel`` on one canvas of tiles, widen, downsample, cut into ``out[sel]``."""
+    k = len(sel)
+    cols = min(k, _COLS)
+    rows = -(-k // cols)
+    pitch = (size + gutter) * ss  # canvas pixels per tile
+    # the points and strokes of the selected drawings, each moved to its tile
+    lo, hi = draw_off[sel], draw_off[sel + 1]
+    lengths = hi - lo
+    if k == 1 or (sel[-1] - sel[0] == k - 1):  # consecutive drawings: one slice
+        qs = q[lo[0] : hi[-1]]
+        s_ids = np.arange(np.searchsorted(stroke_off, lo[0]), np.searchsorted(stroke_off, hi[-1]))
+    else:
+        qs = q[np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])]
+        s_lo, s_hi = np.searchsorted(stroke_off, lo), np.searchsorted(stroke_off, hi)
+        s_ids = np.concatenate([np.arange(a, b) for a, b in zip(s_lo.tolist(), s_hi.tolist(), strict=True)])
+    t = np.arange(k)
+    origin = np.stack([t % cols, t // cols], axis=1).astype(np.int32) * np.int32(pitch * _ONE)
+    qs = qs + np.repeat(origin, lengths, axis=0)
+    local0 = np.zeros(k, np.int64)  # where each drawing starts in qs
+    np.cumsum(lengths[:-1], out=local0[1:])
+    tile = np.repeat(t, np.diff(np.searchsorted(s_ids, np.searchsorted(stroke_off, lo)), append=len(s_ids)))
+    s_start = stroke_off[s_ids] - lo[tile] + local0[tile]  # stroke starts in qs
+    rank = s_ids - s_ids[np.searchsorted(s_start, local0[tile], side="left")]
+    bounds = [*s_start.tolist(), len(qs)]
+    pts = [
+        qs[a:b] if b - a > 1 else qs[[a, a]] for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    ]  # dot: 0-length line
+    buf = _buffers((rows * pitch, cols * pitch), nch, (rows * (size + gutter), cols * (size + gutter)))
+    img = _planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf)
+    for kernel in _kernels(width):
+        dst = buf.spare if img is not buf.spare else buf.merged
+        img = cv2.dilate(img, kernel, dst=dst)
+    if ss > 1:
+        img = cv2.resize(img, buf.small_shape[::-1], dst=buf.small, interpolation=cv2.INTER_AREA)
+    tiles = img.reshape(rows, size + gutter, cols, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
+    if k == rows * cols and sel[-1] - sel[0] == k - 1:  # one copy, straight into the output
+        out[sel[0] : sel[-1] + 1].reshape(rows, cols, size, size, nch)[...] = tiles
+    else:
+        out[sel] = tiles.reshape(rows * cols, size, size, nch)[:k]
+
+
+def _planes(
+    pts: list[np.ndarray],
+    rank: np.ndarray,
+    s_start: np.ndarray,
+    tile: np.ndarray,
+    times: np.ndarray | None,
+    s_ids: np.ndarray,
+    stroke_off: np.ndarray,
+    encoding: str,
+    buf: _Buffers,
+) -> np.ndarray:
+    """The 1-pixel drawing of an encoding (before widening), in ``buf``."""
+    if encoding == "plain":
+        return _plain_plane(pts, buf.plane(0))
+    if encoding == "order":
+        return _order_plane(pts, rank, buf.plane(0))
+    if encoding == "time":
+        return _time_plane(pts, s_start, tile, times, s_ids, stroke_off, buf.plane(0))
+    planes = [  # rgb
+        _plain_plane(pts, buf.plane(0)),
+        _order_plane(pts, rank, buf.plane(1)),
+        _time_plane(pts, s_start, tile, times, s_ids, stroke_off, buf.plane(2)),
+    ]
+    return cv2.merge(planes, dst=buf.merged)
+
+
+def _gutter(width: int, ss: int) -> int:
+    """Output pixels between tiles: more than the ink of a line spreads (``width`` canvas px)."""
+    return -(-width // ss) + 1
+
+
+class _Buffers:
+    """Canvases reused from call to call (fresh large arrays cost page faults)."""
+
+    def __init__(self, shape: tuple[int, int], nch: int, small_shape: tuple[int, int]) -> None:
+        self.planes = [np.empty(shape, np.uint8) for _ in range(nch)]
+        self.merged = np.empty((*shape, nch) if nch > 1 else shape, np.uint8)
+        self.spare = np.empty_like(self.merged)
+        self.small_shape = small_shape
+        self.small = np.empty((*small_shape, nch) if nch > 1 else small_shape, np.uint8)
+
+    def plane(self, i: int) -> np.ndarray:
+        """Plane ``i``, zeroed (for one channel it is the merged canvas itself)."""
+        p = self.merged if len(self.planes) == 1 else self.planes[i]
+        p.fill(0)
+        return p
+
+
+_local = threading.local()  # tf.data renders batches in several threads at once
+
+
+def _buffers(shape: tuple[int, int], nch: int, small_shape: tuple[int, int]) -> _Buffers:
+    cache = _local.__dict__.setdefault("buffers", {})
+    key = (shape, nch)
+    if key not in cache:
+        if len(cache) > 8:
+            cache.clear()
+        cache[key] = _Buffers(shape, nch, small_shape)
+    return cache[key]
+
+
+def _plain_plane(pts: list[np.ndarray], plane: np.ndarray) -> np.ndarray:
+    cv2.polylines(plane, pts, False, 255, 1, cv2.LINE_8, _SHIFT)
+    return plane
+
+
+def _order_plane(pts: list[np.ndarray], rank: np.ndarray, plane: np.ndarray) -> np.ndarray:
+    """Grey ``255 - 13 * min(i, 10)`` for stroke ``i``; where strokes cross, the earlier one
+    shows (drawn last)."""
+    level = np.minimum(rank, 10)
+    for lv in range(int(level.max()), -1, -1):
+        chosen = [pts[i] for i in np.flatnonzero(level == lv).tolist()]
+        if chosen:
+            cv2.polylines(plane, chosen, False, 255 - 13 * lv, 1, cv2.LINE_8, _SHIFT)
     return plane
 
 
 def _time_plane(
-    q: np.ndarray, starts: list[int], ends: list[int], times: np.ndarray | None, canvas: int
+    pts: list[np.ndarray],
+    s_start: np.ndarray,
+    tile: np.ndarray,
+    times: np.ndarray | None,
+    s_ids: np.ndarray,
+    stroke_off: np.ndarray,
+    plane: np.ndarray,
 ) -> np.ndarray:
-    """Segments coloured from 255 (first point) down to 64 (last point) by time
-    (by point order when there are no times)."""
-    plane = np.zeros((canvas, canvas), np.uint8)
-    t = times if times is not None else np.arange(len(q), dtype=np.float32)
-    t0 = float(t.min())
-    span = float(t.max()) - t0 or 1.0
-    grey = (255.0 - 191.0 * (t - t0) / span).astype(np.int32).tolist()
-    pts = q.tolist()
-    for a, b in zip(starts, ends, strict=True):
-        if b - a == 1:
-            cv2.line(plane, pts[a], pts[a], grey[a], 1, cv2.LINE_8, _SHIFT)
-        for j in range(b - 2, a - 1, -1):  # later segments first: earlier ones show on top
-            cv2.line(plane, pts[j], pts[j + 1], grey[j], 1, cv2.LINE_8, _SHIFT)
+    """Segments coloured from 255 (a drawing's first point) down to 64 (its last point) by
+    time (by point order when there are no times); within a stroke the earlier segments
+    show on top."""
+    firsts = np.flatnonzero(np.diff(tile, prepend=-1))  # each drawing's first stroke
+    for f, nxt in zip(firsts.tolist(), [*firsts[1:].tolist(), len(tile)], strict=True):
+        a0 = int(stroke_off[s_ids[f]])
+        a1 = int(stroke_off[s_ids[nxt - 1] + 1])
+        tt = times[a0:a1] if times is not None and times[a0] >= 0 else np.arange(a1 - a0, dtype=np.float32)
+        t0 = float(tt.min())
+        span = float(tt.max()) - t0 or 1.0
+        grey = (255.0 - 191.0 * (tt - t0) / span).astype(np.int32).tolist()
+        for i in range(f, nxt):
+            p = pts[i].tolist()
+            g0 = int(stroke_off[s_ids[i]]) - a0
+            if int(stroke_off[s_ids[i] + 1]) - int(stroke_off[s_ids[i]]) == 1:
+                cv2.line(plane, p[0], p[0], grey[g0], 1, cv2.LINE_8, _SHIFT)
+                continue
+            for j in range(len(p) - 2, -1, -1):  # later segments first: earlier ones show on top
+                cv2.line(plane, p[j], p[j + 1], grey[g0 + j], 1, cv2.LINE_8, _SHIFT)
     return plane
-
-
-def render_batch(drawings: Sequence[Sequence[np.ndarray]], size: int = 64, **kwargs: object) -> np.ndarray:
-    """Render many drawings: ``uint8`` array ``(N, size, size, C)``. Same options as
-    :func:`render`."""
-    nch = channels_of(str(kwargs.get("encoding", "plain")))
-    out = np.empty((len(drawings), size, size, nch), np.uint8)
-    for i, strokes in enumerate(drawings):
-        out[i] = render(strokes, size, **kwargs)  # type: ignore[arg-type]
-    return out
 
 
 def reference_kernel_render(

@@ -9,16 +9,22 @@ and trained from those; :func:`write_shards` does the same into TFRecord files:
 2. load each shard (1/K of the data) into memory, shuffle it, and write
    ``<split>-<i>-of-<K>.tfrecord`` (a tqdm bar over the shards).
 
+Both steps run in ``workers`` processes: for the real data the one-time Python parse is
+the expensive part, and processes are not held up by Python's lock as threads are.
+Training then reads the shards without any Python parsing (``TFRecordDataset``).
+
 ``make_dataset(out_dir, split=...)`` then reads the shards with ``auto_shard_policy =
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
 shards as there will be workers. Each record holds ``drawing`` (strokes packed by
 :func:`utils.quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
-Used in notebook 06 and ``benchmarks/bench_pipeline.py``.
+Used in notebook 06 and the benchmarks (``bench_pipeline*.py``).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +50,7 @@ def _example(packed: bytes, label: int, key_id: int) -> bytes:
         "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
         "key_id": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(key_id)])),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
 
 
 def write_shards(
@@ -62,14 +68,18 @@ def write_shards(
     report: ReadReport | None = None,
     progress: bool = True,
     fmt: str | None = None,
+    workers: int | None = 1,
 ) -> dict[str, Any]:
     """Shuffle ``source`` once into ``num_shards`` TFRecord files per split under ``out_dir``.
 
     Returns the manifest also written to ``out_dir/manifest.json`` (shard files and
-    counts per split); ``labels.json`` is written beside the shards. Deterministic for a
-    given ``seed``. ``progress=False`` hides the tqdm bars. Used in notebook 06.
+    counts per split, which ``count_examples`` reads); ``labels.json`` is written beside
+    the shards. ``workers`` processes parse the class files and then shuffle the shards in
+    parallel (``None``: one per CPU core; 1: in this process), so the one-time parse of
+    Kaggle's 50 million rows is not held up by Python's lock; the result is the same for
+    any number of workers (each class file and each shard has its own seeded random
+    stream). ``progress=False`` hides the tqdm bars. Used in notebook 06 and the benchmarks.
     """
-    import tensorflow as tf
     from tqdm.auto import tqdm
 
     if num_shards < 1:
@@ -82,52 +92,82 @@ def write_shards(
     tmp = out / ".unshuffled"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    rng = np.random.default_rng(seed)
+    opts = dict(num_shards=num_shards, val_fraction=val_fraction, split_seed=split_seed, seed=seed,
+                labels=list(labels.names), limit_per_class=limit_per_class, recognized_only=recognized_only,
+                strict=strict, tmp=str(tmp), want_report=report is not None)  # fmt: skip
     splits = ("train", "val")
     counts = {s: [0] * num_shards for s in splits}
-    writers = {
-        (s, i): tf.io.TFRecordWriter(str(tmp / shard_name(s, i, num_shards)))
-        for s in splits
-        for i in range(num_shards)
-    }
+    workers = (os.cpu_count() or 1) if workers is None else max(1, workers)
+    pool = None
     try:
-        for path in tqdm(files, desc="read classes", unit="file", disable=not progress):
-            rows = iter_examples(
-                [path],
-                split="all",
-                labels=labels,
-                limit_per_class=limit_per_class,
-                recognized_only=recognized_only,
-                strict=strict,
-                report=report,
-            )
-            for strokes, label, key_id in rows:
-                s = split_of(key_id, val_fraction, split_seed)
-                i = int(rng.integers(num_shards))
-                writers[s, i].write(_example(pack_strokes(strokes), label, key_id))
-                counts[s][i] += 1
+        if workers > 1:
+            pool = multiprocessing.get_context("spawn").Pool(workers)  # no fork of a TF process
+        mapper = pool.imap_unordered if pool is not None else map
+        jobs = [(str(path), i, opts) for i, path in enumerate(files)]
+        for file_counts, file_report in tqdm(
+            mapper(_split_file, jobs), total=len(jobs), desc="read classes", unit="file", disable=not progress
+        ):
+            for (s, i), n in file_counts.items():
+                counts[s][i] += n
+            if report is not None and file_report is not None:
+                report.merge(file_report)
+        shard_jobs = [(str(tmp), str(out), s, i, num_shards, seed) for s in splits for i in range(num_shards)]
+        list(tqdm(mapper(_shuffle_shard, shard_jobs), total=len(shard_jobs), desc="shuffle shards",
+                  unit="shard", disable=not progress))  # fmt: skip
     finally:
-        for w in writers.values():
-            w.close()
-    written: dict[str, list[str]] = {s: [] for s in splits}
-    for s, i in tqdm(list(writers), desc="shuffle shards", unit="shard", disable=not progress):
-        records = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp / shard_name(s, i, num_shards)))]
-        order = rng.permutation(len(records))
-        name = shard_name(s, i, num_shards)
-        with tf.io.TFRecordWriter(str(out / name)) as w:
-            for j in order:
-                w.write(records[j])
-        written[s].append(name)
-    shutil.rmtree(tmp, ignore_errors=True)
+        if pool is not None:
+            pool.terminate()  # stops the workers also after an error or Ctrl-C
+            pool.join()
+        shutil.rmtree(tmp, ignore_errors=True)
     labels.save(out / "labels.json")
     manifest = {
         "num_shards": num_shards,
         "val_fraction": val_fraction,
         "split_seed": split_seed,
         "seed": seed,
-        "files": written,
+        "files": {s: [shard_name(s, i, num_shards) for i in range(num_shards)] for s in splits},
         "counts": {s: sum(c) for s, c in counts.items()},
         "counts_per_shard": counts,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
+
+
+def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int], int], ReadReport | None]:
+    """Phase 1, one class file: each drawing to a random shard of its split, as pieces
+    ``<tmp>/<split>-<shard>/<file index>.tfrecord``. Runs in a worker process."""
+    import tensorflow as tf
+
+    path, index, o = job
+    rng = np.random.default_rng([o["seed"], index])
+    report = ReadReport() if o["want_report"] else None
+    writers: dict[tuple[str, int], Any] = {}
+    counts: dict[tuple[str, int], int] = {}
+    try:
+        rows = iter_examples([path], split="all", labels=LabelMap(o["labels"]), limit_per_class=o["limit_per_class"],
+                             recognized_only=o["recognized_only"], strict=o["strict"], report=report)  # fmt: skip
+        for strokes, label, key_id in rows:
+            where = (split_of(key_id, o["val_fraction"], o["split_seed"]), int(rng.integers(o["num_shards"])))
+            if where not in writers:
+                piece = Path(o["tmp"]) / f"{where[0]}-{where[1]}" / f"{index:06d}.tfrecord"
+                piece.parent.mkdir(parents=True, exist_ok=True)
+                writers[where] = tf.io.TFRecordWriter(str(piece))
+            writers[where].write(_example(pack_strokes(strokes), label, key_id))
+            counts[where] = counts.get(where, 0) + 1
+    finally:
+        for w in writers.values():
+            w.close()
+    return counts, report
+
+
+def _shuffle_shard(job: tuple[str, str, str, int, int, int]) -> None:
+    """Phase 2, one shard: its pieces (in class-file order) shuffled into one file."""
+    import tensorflow as tf
+
+    tmp, out, split, i, num_shards, seed = job
+    pieces = sorted((Path(tmp) / f"{split}-{i}").glob("*.tfrecord"))
+    records = [r for p in pieces for batch in tf.data.TFRecordDataset(str(p)).batch(4096) for r in batch.numpy()]
+    order = np.random.default_rng([seed, ("train", "val").index(split), i, 1]).permutation(len(records))
+    with tf.io.TFRecordWriter(str(Path(out) / shard_name(split, i, num_shards))) as w:
+        for j in order:
+            w.write(records[j])

@@ -21,15 +21,16 @@ import json
 import os
 import shutil
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from utils.quickdraw.formats import Drawing, write_kaggle_csv
 from utils.quickdraw.labels import LabelMap
+from utils.quickdraw.shapes import TEMPLATES
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
 
 #: Variants: drawings per class for training, and per class for the Kaggle-style test file.
@@ -41,146 +42,6 @@ VARIANTS: dict[str, dict[str, int]] = {
 Stroke = np.ndarray  # (n, 2) float, x right, y down, unit frame about [-1, 1]
 
 
-# ------------------------------------------------------------------------------------
-# Shape templates: each returns a list of strokes in the unit frame (closed flag aside)
-# ------------------------------------------------------------------------------------
-def _arc(cx: float, cy: float, rx: float, ry: float, a0: float, a1: float, n: int = 48) -> Stroke:
-    t = np.linspace(a0, a1, n)
-    return np.stack([cx + rx * np.cos(t), cy + ry * np.sin(t)], axis=1)
-
-
-def _poly(points: Sequence[tuple[float, float]], close: bool = False) -> Stroke:
-    p = np.asarray(points, dtype=np.float64)
-    return np.concatenate([p, p[:1]]) if close else p
-
-
-def _regular(n: int, r: float = 1.0, phase: float = -np.pi / 2) -> list[tuple[float, float]]:
-    a = phase + 2 * np.pi * np.arange(n) / n
-    return list(zip(r * np.cos(a), r * np.sin(a), strict=True))
-
-
-def _circle(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    return [(_arc(0, 0, 1, rng.uniform(0.8, 1.1), 0, 2 * np.pi, 64), True)]
-
-
-def _square(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    h = rng.uniform(0.85, 1.15)
-    pts = [(-1, -h), (1, -h), (1, h), (-1, h)]
-    if rng.random() < 0.25:  # drawn as two L-shaped strokes
-        return [(_poly([pts[0], pts[1], pts[2]]), False), (_poly([pts[2], pts[3], pts[0]]), False)]
-    return [(_poly(pts, close=True), True)]
-
-
-def _triangle(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    apex = rng.uniform(-0.4, 0.4)
-    return [(_poly([(apex, -1), (1, 0.8), (-1, 0.8)], close=True), True)]
-
-
-def _hexagon(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    return [(_poly(_regular(6, 1.0, phase=rng.choice([0.0, np.pi / 6])), close=True), True)]
-
-
-def _star(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    if rng.random() < 0.6:  # the one-stroke pentagram
-        outer = _regular(5)
-        order = [0, 2, 4, 1, 3]
-        return [(_poly([outer[i] for i in order], close=True), True)]
-    inner = rng.uniform(0.35, 0.5)
-    a = -np.pi / 2 + np.pi * np.arange(10) / 5
-    r = np.where(np.arange(10) % 2 == 0, 1.0, inner)
-    return [(_poly(list(zip(r * np.cos(a), r * np.sin(a), strict=True)), close=True), True)]
-
-
-def _line(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    bend = rng.uniform(-0.08, 0.08)
-    return [(_poly([(-1, 0), (0, bend), (1, 0)]), False)]
-
-
-def _zigzag(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    k = int(rng.integers(3, 7))
-    xs = np.linspace(-1, 1, k + 1)
-    amp = rng.uniform(0.3, 0.6)
-    ys = np.where(np.arange(k + 1) % 2 == 0, amp, -amp)
-    return [(np.stack([xs, ys], axis=1), False)]
-
-
-def _house(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    roof = rng.uniform(-1.0, -0.6)
-    eave = rng.uniform(-0.2, 0.05)
-    body = _poly([(-0.8, eave), (-0.8, 1), (0.8, 1), (0.8, eave)], close=True)
-    strokes = [(body, True), (_poly([(-0.95, eave + 0.05), (0, roof), (0.95, eave + 0.05)]), False)]
-    if rng.random() < 0.7:  # a door
-        dx = rng.uniform(-0.4, 0.2)
-        strokes.append((_poly([(dx, 1), (dx, 0.45), (dx + 0.3, 0.45), (dx + 0.3, 1)]), False))
-    if rng.random() < 0.4:  # a window
-        wx = rng.uniform(0.3, 0.45)
-        strokes.append(
-            (_poly([(wx, 0.2), (wx + 0.25, 0.2), (wx + 0.25, 0.45), (wx, 0.45)], close=True), True)
-        )
-    return strokes
-
-
-def _envelope(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    h = rng.uniform(0.55, 0.75)
-    v = rng.uniform(-0.1, 0.25)
-    return [
-        (_poly([(-1, -h), (1, -h), (1, h), (-1, h)], close=True), True),
-        (_poly([(-1, -h), (0, v), (1, -h)]), False),
-    ]
-
-
-def _smiley(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    e = rng.uniform(0.06, 0.12)
-    ey = rng.uniform(-0.45, -0.25)
-    m0 = rng.uniform(0.15, 0.35)
-    strokes = [
-        (_arc(0, 0, 1, 1, 0, 2 * np.pi, 64), True),
-        (_arc(-0.38, ey, e, e * 1.3, 0, 2 * np.pi, 12), True),
-        (_arc(0.38, ey, e, e * 1.3, 0, 2 * np.pi, 12), True),
-        (_arc(0, m0, 0.5, rng.uniform(0.2, 0.4), 0.15 * np.pi, 0.85 * np.pi, 24), False),
-    ]
-    return strokes
-
-
-def _sun(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    r = rng.uniform(0.4, 0.55)
-    strokes = [(_arc(0, 0, r, r, 0, 2 * np.pi, 48), True)]
-    k = int(rng.integers(6, 13))
-    phase = rng.uniform(0, 2 * np.pi)
-    for i in range(k):
-        a = phase + 2 * np.pi * i / k
-        r0, r1 = r + 0.12, rng.uniform(0.85, 1.0)
-        strokes.append((_poly([(r0 * np.cos(a), r0 * np.sin(a)), (r1 * np.cos(a), r1 * np.sin(a))]), False))
-    return strokes
-
-
-def _fish(rng: np.random.Generator) -> list[tuple[Stroke, bool]]:
-    body_h = rng.uniform(0.35, 0.5)
-    top = _arc(-0.15, 0, 0.75, body_h, np.pi, 2 * np.pi, 32)
-    bottom = _arc(-0.15, 0, 0.75, body_h, 0, np.pi, 32)[::-1]
-    body = np.concatenate([top, bottom[::-1][1:]])
-    tail = _poly([(0.55, 0), (1, -0.35), (1, 0.35)], close=True)
-    strokes = [(body, True), (tail, True)]
-    if rng.random() < 0.8:
-        strokes.append((_arc(-0.55, -0.1, 0.05, 0.05, 0, 2 * np.pi, 10), True))
-    return strokes
-
-
-#: Class name (Google spelling) -> template. The order here is the label order.
-TEMPLATES: dict[str, Callable[[np.random.Generator], list[tuple[Stroke, bool]]]] = {
-    "circle": _circle,
-    "envelope": _envelope,
-    "fish": _fish,
-    "hexagon": _hexagon,
-    "house": _house,
-    "line": _line,
-    "smiley face": _smiley,
-    "square": _square,
-    "star": _star,
-    "sun": _sun,
-    "triangle": _triangle,
-    "zigzag": _zigzag,
-}
 CLASSES: tuple[str, ...] = tuple(TEMPLATES)
 
 
@@ -230,14 +91,57 @@ def rdp(points: np.ndarray, epsilon: float = 2.0) -> np.ndarray:
 
 
 def _wobble(p: Stroke, rng: np.random.Generator, amount: float) -> Stroke:
-    """Low-frequency hand wobble perpendicular-ish to the path plus small jitter."""
+    """Low-frequency hand wobble along the stroke plus a little jitter; ``amount`` is in
+    units of the drawing's frame (about 2 wide)."""
     n = len(p)
-    t = np.linspace(0, 1, n)
+    if n < 2:
+        return p + rng.normal(0, amount * 0.3, size=p.shape)
+    seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    t = s / (s[-1] or 1.0)
+    length = min(float(s[-1]), 4.0)
     out = p.copy()
     for axis in range(2):
-        f = rng.uniform(0.5, 2.5)
+        f = rng.uniform(0.3, 1.2) * (1 + length)  # longer strokes wobble more times
         out[:, axis] += amount * np.sin(2 * np.pi * (f * t + rng.random()))
-    out += rng.normal(0, amount * 0.08, size=out.shape)
+    out += rng.normal(0, amount * 0.1, size=out.shape)
+    return out
+
+
+def _misplace(p: Stroke, rng: np.random.Generator, sloppy: float) -> Stroke:
+    """A part drawn a little off: shifted and resized about its own centre."""
+    if len(p) < 2:
+        return p + rng.normal(0, 0.02 + 0.04 * sloppy, size=2)
+    c = p.mean(axis=0)
+    k = np.exp(rng.normal(0, 0.1 * sloppy))
+    return c + (p - c) * k + rng.normal(0, 0.02 + 0.04 * sloppy, size=2)
+
+
+def _sloppy_end(p: Stroke, rng: np.random.Generator, sloppy: float) -> Stroke:
+    """Strokes that stop early or run on a little past where they were meant to end."""
+    n = len(p)
+    if n < 4 or rng.random() > 0.5 * sloppy:
+        return p
+    if rng.random() < 0.5:  # stop early
+        return p[: max(2, n - int(rng.uniform(0, 0.15) * n))]
+    d = p[-1] - p[-2]
+    k = int(rng.integers(1, max(2, n // 8)))
+    return np.concatenate([p, p[-1] + np.outer(np.arange(1, k + 1), d)])
+
+
+def _warp(strokes: list[Stroke], rng: np.random.Generator, amount: float) -> list[Stroke]:
+    """One smooth random deformation of the whole drawing: proportions change a little
+    from one part of the drawing to another, as when a hand runs out of room."""
+    k = rng.uniform(0.6, 1.8, size=4) * rng.choice([-1.0, 1.0], size=4)
+    ph = rng.uniform(0, 2 * np.pi, size=2)
+    ax, ay = rng.uniform(0, amount, size=2)
+    out = []
+    for p in strokes:
+        x, y = p[:, 0], p[:, 1]
+        q = p.copy()
+        q[:, 0] += ax * np.sin(k[0] * x + k[1] * y + ph[0])
+        q[:, 1] += ay * np.sin(k[2] * x + k[3] * y + ph[1])
+        out.append(q)
     return out
 
 
@@ -263,34 +167,32 @@ def simplify_like_google(strokes: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
-    """One synthetic drawing of class ``word`` in the simplified 0-255 frame."""
-    parts = TEMPLATES[word](rng)
-    strokes: list[Stroke] = []
-    for p, closed in parts:
-        p = p.astype(np.float64)
-        if closed and len(p) > 3:  # random start point, overshoot or gap at the join
-            start = int(rng.integers(0, len(p) - 1))
-            ring = np.concatenate([p[start:-1], p[:start]])
-            extra = int(rng.integers(-1, max(2, len(ring) // 8)))
-            ring = np.concatenate([ring, ring[: max(1, 1 + extra)]])
-            p = ring
-        if rng.random() < 0.5:
-            p = p[::-1]
-        strokes.append(p)
-    if len(strokes) > 1 and rng.random() < 0.3:  # people do not always draw in one order
-        strokes = [strokes[i] for i in rng.permutation(len(strokes))]
-    # global pose: rotation, uneven scale, shear
-    ang = rng.normal(0, 0.18)
+    """One synthetic drawing of class ``word`` in the simplified 0-255 frame.
+
+    The class template (:mod:`utils.quickdraw.shapes`) gives the strokes a person would
+    draw; then the hand: a smooth random warp, a pose (rotation, uneven scale, shear),
+    each part a little off where it belongs, wobble along every stroke, sometimes strokes
+    in another order or a stray extra stroke; then Google's simplification.
+    """
+    strokes = [np.asarray(p, dtype=np.float64) for p in TEMPLATES[word](rng)]
+    sloppy = rng.uniform(0.0, 1.0)  # how hurried this drawing is
+    strokes = [_misplace(p, rng, sloppy) for p in strokes]  # parts not quite in place
+    if len(strokes) > 1 and rng.random() < 0.15:  # two neighbouring strokes swapped
+        i = int(rng.integers(0, len(strokes) - 1))
+        strokes[i], strokes[i + 1] = strokes[i + 1], strokes[i]
+    strokes = [_sloppy_end(_resample(p, 0.025), rng, sloppy) for p in strokes]
+    strokes = _warp(strokes, rng, rng.uniform(0.0, 0.18))
+    ang = rng.normal(0, 0.12)
     c, s = np.cos(ang), np.sin(ang)
-    sx, sy = rng.uniform(0.8, 1.2, size=2)
+    sx, sy = np.exp(rng.normal(0, 0.12, size=2))
     sh = rng.normal(0, 0.08)
     m = np.array([[c, -s], [s, c]]) @ np.array([[sx, sh], [0, sy]])
-    wob = rng.uniform(0.01, 0.035)
-    strokes = [_wobble(_resample(p, 0.03) @ m.T, rng, wob) for p in strokes]
-    if rng.random() < 0.1:  # a stray extra stroke
+    wob = rng.uniform(0.005, 0.03)
+    strokes = [_wobble(p @ m.T, rng, wob) for p in strokes]
+    if rng.random() < 0.04:  # a stray extra stroke
         a = rng.uniform(-1, 1, size=2)
         b = a + rng.normal(0, 0.3, size=2)
-        strokes.append(_wobble(_resample(np.stack([a, b]), 0.03), rng, wob))
+        strokes.append(_wobble(_resample(np.stack([a, b]), 0.025), rng, wob))
     return simplify_like_google(strokes)
 
 

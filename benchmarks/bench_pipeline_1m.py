@@ -1,0 +1,202 @@
+"""The input pipeline at Kaggle's scale: drawings/s per core on 1 M rows, next to the reference.
+
+Kaggle's Quick, Draw! training data is 50 million rows of CSV. This benchmark makes, once,
+a file set in the same layout (``train_simplified/<class>.csv``) with ``--rows`` rows
+(default 1,000,000) over the built-in classes, written under ``data/bench/`` (git-ignored;
+generated, never downloaded): a pool of built-in doodles per class, each written many
+times with its own key_id, so every row costs what a real row costs to parse and render.
+Then, in one run, one after another, it measures drawings/second by wall clock and per
+core (drawings per CPU-second of this process and its worker processes):
+
+  reference        ``json.loads`` + the Kaggle "Greyscale MobileNet" kernel's drawing
+                   (``cv2.line`` per segment on 256x256, resize to 64), one core
+  parse alone      the pipeline's Python parser in ``tf.numpy_function`` (1 and 2
+                   parallel calls: threads share Python's lock) against a parser made of
+                   TensorFlow string ops (no lock, but no row-level error reports)
+  CSV pipeline     ``make_dataset`` on the CSVs: parse (numpy_function), shuffle, batch,
+                   render (batch renderer), the whole million rows once
+  write_shards     the one-time conversion to TFRecord shards, parse in worker processes
+  shard pipeline   ``make_dataset`` on the shards: no Python parsing, render only
+
+    python benchmarks/bench_pipeline_1m.py                 # 1,000,000 rows
+    python benchmarks/bench_pipeline_1m.py --rows 200000   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+from utils import quickdraw as qd  # noqa: E402
+from utils.config import DATA_DIR  # noqa: E402
+from utils.quickdraw.formats import strokes_to_json  # noqa: E402
+from utils.quickdraw.render import reference_kernel_render  # noqa: E402
+from utils.quickdraw.synthetic import GENERATOR_VERSION, generate_drawings  # noqa: E402
+
+POOL = 200  # distinct doodles per class
+
+
+def make_rows(root: Path, rows: int) -> Path:
+    """The Kaggle-layout set of ``rows`` rows under ``root`` (reused when complete)."""
+    want = {"rows": rows, "pool": POOL, "generator_version": GENERATOR_VERSION, "classes": list(qd.BUILTIN_CLASSES)}
+    manifest = root / "manifest.json"
+    if manifest.is_file() and json.loads(manifest.read_text()) == want:
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "train_simplified").mkdir(parents=True)
+    per = -(-rows // len(qd.BUILTIN_CLASSES))
+    t0 = time.perf_counter()
+    for c, word in enumerate(qd.BUILTIN_CLASSES):
+        pool = [strokes_to_json(d.strokes) for d in generate_drawings(word, POOL, seed=7)]
+        n = min(per, rows - c * per)
+        with open(root / "train_simplified" / f"{word}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(("countrycode", "drawing", "key_id", "recognized", "timestamp", "word"))
+            base = 4_600_000_000_000_000 + c * 10_000_000
+            for j in range(n):
+                w.writerow(("US", pool[j % POOL], base + j, "True", "2017-03-01 00:00:00.00000", word))
+    qd.LabelMap(qd.BUILTIN_CLASSES).save(root / "labels.json")
+    manifest.write_text(json.dumps(want) + "\n")
+    print(f"wrote {rows:,} rows in Kaggle layout to {root} in {time.perf_counter() - t0:.0f} s (one-time)")
+    return root
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, float]:
+    """(drawings/s by wall clock, drawings per CPU-second) of ``fn``, which returns drawings."""
+    w0, c0 = time.perf_counter(), cpu_seconds()
+    n = fn()
+    return n / (time.perf_counter() - w0), n / (cpu_seconds() - c0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--parse-rows", type=int, default=100_000, help="rows for the parse-alone comparison")
+    p.add_argument("--shards", type=int, default=8)
+    args = p.parse_args(argv)
+
+    import cv2
+    import tensorflow as tf
+
+    from utils.quickdraw.pipeline import _file_specs, _row_parser
+
+    root = make_rows(DATA_DIR / "bench" / f"kaggle-{args.rows}", args.rows)
+    files = sorted((root / "train_simplified").glob("*.csv"))
+    labels = qd.resolve_labels(root)
+    size, bs = args.image_size, args.batch_size
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{args.rows:,} rows, {len(files)} classes, images {size}x{size}, batch {bs}; {cores} CPU cores; "
+          f"TensorFlow {tf.__version__}")  # fmt: skip
+    results: list[tuple[str, float, float]] = []
+
+    # reference: JSON text -> image the Kaggle kernel's way, one core
+    with open(files[0], newline="", encoding="utf-8") as f:
+        texts = [row[1] for _, row in zip(range(20_000), csv.reader(f), strict=False)][1:]
+    cv2.setNumThreads(1)
+
+    def reference() -> int:
+        for t in texts:
+            reference_kernel_render(json.loads(t), size)
+        return len(texts)
+
+    results.append(("reference: JSON -> image (cv2.line on 256x256), 1 core", *timed(reference)))
+    cv2.setNumThreads(0)
+
+    # parse alone: the pipeline's numpy_function parser vs TensorFlow string ops
+    specs = _file_specs(files, False, None)
+    parse = _row_parser(specs, labels, "all", 0.1, 0, False, False, None)
+    per_file = -(-args.parse_rows // len(files))
+
+    def lines() -> tf.data.Dataset:
+        paths = tf.constant([str(s.path) for s in specs])
+
+        def of(i: tf.Tensor) -> tf.data.Dataset:
+            return tf.data.TextLineDataset(paths[i]).take(per_file + 1).enumerate().map(lambda j, x: (i, j, x))
+
+        return tf.data.Dataset.range(len(specs)).interleave(of, cycle_length=len(specs), block_length=1).batch(256)
+
+    def numpy_parse(calls: int) -> Callable[[], int]:
+        def run() -> int:
+            ds = lines().map(
+                lambda i, j, x: tf.numpy_function(parse, [i, j, x], (tf.string, tf.int32, tf.int64), stateful=False),
+                num_parallel_calls=calls,
+            )
+            return sum(int(b[1].shape[0]) for b in ds)
+
+        return run
+
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(labels.kaggle_names()), tf.range(len(labels), dtype=tf.int64)),
+        -1,
+    )
+
+    def tf_ops_parse(i: tf.Tensor, j: tf.Tensor, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        x = tf.boolean_mask(x, j > 0)  # not the header
+        _, drawing, key, _, _, word = tf.io.decode_csv(x, [[""]] * 6)
+        body = tf.strings.regex_replace(tf.strings.regex_replace(drawing, " ", ""), r"^\[\[\[|\]\]\]$", "")
+        numbers = tf.strings.split(tf.strings.split(tf.strings.split(body, "]],[["), "],["), ",")
+        return tf.strings.to_number(numbers, tf.float32), table.lookup(word), tf.strings.to_number(key, tf.int64)
+
+    def tf_parse(calls: int) -> Callable[[], int]:
+        def run() -> int:
+            return sum(int(b[1].shape[0]) for b in lines().map(tf_ops_parse, num_parallel_calls=calls))
+
+        return run
+
+    for calls in (1, 2):
+        results.append((f"parse alone: Python in tf.numpy_function, {calls} parallel", *timed(numpy_parse(calls))))
+        results.append((f"parse alone: TensorFlow string ops, {calls} parallel", *timed(tf_parse(calls))))
+
+    # the pipeline on all rows: CSVs, the one-time shard conversion, shards
+    common = dict(image_size=size, batch_size=bs, encoding="order", split="all", shuffle=True)
+
+    def pipeline(source: Path) -> Callable[[], int]:
+        def run() -> int:
+            return sum(int(b[1].shape[0]) for b in qd.make_dataset(source, **common))
+
+        return run
+
+    results.append(("CSV pipeline: parse + shuffle + batch + render", *timed(pipeline(root))))
+    shards = root.parent / f"{root.name}-shards"
+    shutil.rmtree(shards, ignore_errors=True)
+    try:
+        rate = timed(lambda: sum(qd.write_shards(root, shards, num_shards=args.shards, progress=False,
+                                                 workers=None)["counts"].values()))  # fmt: skip
+        results.append((f"write_shards (one-time, {cores} worker processes)", *rate))
+        results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))
+    finally:
+        shutil.rmtree(shards, ignore_errors=True)
+
+    print(f"\n{'':62s} {'drawings/s':>11s} {'per core':>10s}")
+    for name, wall, per_core in results:
+        print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
+    ref = results[0][2]
+    csv_rate, shard_rate = results[-3][2], results[-1][2]
+    print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
+          f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
+          "shuffling and batching)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

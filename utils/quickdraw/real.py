@@ -1,0 +1,218 @@
+"""The real test set shipped with the course: Google's own drawings of the built-in classes.
+
+``data/real/`` holds, byte for byte, the first 25 drawings of Google's ``simplified``
+file of every built-in class (``data/real/simplified/<class>.ndjson``) and, for five of
+them, the first drawings of the ``raw`` file with their timings
+(``data/real/raw/<class>.ndjson``; raw line *i* is simplified line *i*). The data is
+Google's Quick, Draw! dataset, CC BY 4.0; ``data/README.md`` gives the attribution and
+where each file came from, ``data/real/manifest.json`` the size, drawing count and
+SHA-256 of every file (checked by :func:`verify_real_test_set` and the tests).
+
+A model trained only on the built-in doodles is scored on these drawings: the
+sim-to-real gap of notebook 06 and ``scripts/check_sim_to_real.py``. Never train on them.
+
+    from utils import quickdraw as qd
+    x, y, names = qd.load_real_test(image_size=32)       # float32 images, int64 labels
+    qd.make_dataset(qd.real_test_dir(), split="all", shuffle=False, image_size=32)
+
+The set was made once from a folder laid out like the course authors' sample
+(``python -m utils.quickdraw.real build /path/to/quickdraw-sample``). Used in notebook 06.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from utils.quickdraw.formats import Drawing, read_ndjson
+from utils.quickdraw.labels import LabelMap
+
+REAL_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "real"
+MANIFEST = "manifest.json"
+PER_CLASS = 25  # the sample holds the first 25 drawings of every simplified file
+RAW_CLASSES = ("apple", "diamond", "eye", "fish", "house")  # the built-in classes with raw files
+RAW_PER_CLASS = 5
+LICENCE = "CC BY 4.0"
+ATTRIBUTION = (
+    "Quick, Draw! dataset by Google, Inc., https://quickdraw.withgoogle.com/data, "
+    "licensed under CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/)"
+)
+#: Where the sample's files came from (see data/README.md).
+SOURCES = {
+    "simplified": {
+        "dir": "lamnguyen5464__Sketch-dataset/data",
+        "repository": "https://github.com/lamnguyen5464/Sketch-dataset",
+        "commit": "51bbdbb35220f1639cd219f926b619e490201518",
+        "origin": "https://storage.googleapis.com/quickdraw_dataset/full/simplified/<class>.ndjson, lines 1-25",
+    },
+    "raw": {
+        "dir": "borismus__exupery/public/sketches",
+        "repository": "https://github.com/borismus/exupery",
+        "commit": "5ab788cb27b61d790d9f289d2fb3944748115f85",
+        "origin": "https://storage.googleapis.com/quickdraw_dataset/full/raw/<class>.ndjson, first lines",
+    },
+}
+
+
+class RealDataError(RuntimeError):
+    """The shipped real test set is missing or does not match its manifest."""
+
+
+def real_test_dir(kind: str = "simplified", root: str | Path | None = None) -> Path:
+    """``data/real/simplified`` (25 drawings per built-in class) or ``data/real/raw``.
+
+    Pass it to ``make_dataset`` or the readers like any Google ndjson folder; its
+    ``labels.json`` holds the built-in classes in label order. Used in notebook 06.
+    """
+    if kind not in ("simplified", "raw"):
+        raise ValueError(f"kind must be 'simplified' or 'raw', not {kind!r}")
+    return Path(root or REAL_DIR) / kind
+
+
+def read_real_test(
+    kind: str = "simplified", *, root: str | Path | None = None, recognized_only: bool = False
+) -> list[Drawing]:
+    """Every drawing of the shipped real test set, class by class in label order, with
+    ``label`` set. ``strict`` reading: a damaged file raises. Used in notebook 06."""
+    folder = real_test_dir(kind, root)
+    labels = LabelMap.load(folder)
+    out: list[Drawing] = []
+    for name in labels:
+        path = folder / f"{name}.ndjson"
+        if not path.is_file():
+            continue  # raw files exist for a few classes only
+        out.extend(
+            d for d in read_ndjson(path, labels=labels, strict=True) if d.recognized or not recognized_only
+        )
+    if not out:
+        raise RealDataError(f"no drawings in {folder}")
+    return out
+
+
+def load_real_test(
+    image_size: int = 32,
+    *,
+    encoding: str = "plain",
+    kind: str = "simplified",
+    root: str | Path | None = None,
+    recognized_only: bool = False,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The real test set as arrays: ``float32`` images ``(N, size, size, C)`` in [0, 1],
+    ``int64`` labels and the class names, rendered like ``make_dataset`` renders.
+    Runs without TensorFlow. Used in notebook 06 and ``scripts/check_sim_to_real.py``."""
+    from utils.quickdraw.render import render
+
+    drawings = read_real_test(kind, root=root, recognized_only=recognized_only)
+    images = np.stack([render(d.strokes, image_size, encoding=encoding) for d in drawings])
+    labels = np.array([d.label for d in drawings], np.int64)
+    names = list(LabelMap.load(real_test_dir(kind, root)))
+    return images.astype(np.float32) / 255.0, labels, names
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def verify_real_test_set(root: str | Path | None = None) -> dict:
+    """Check every shipped file against ``manifest.json`` (present, same bytes, same
+    number of drawings) and that the licence file is there; return the manifest.
+    Raises :class:`RealDataError` naming the first problem. Used by the tests."""
+    root = Path(root or REAL_DIR)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RealDataError(f"cannot read {root / MANIFEST}: {exc}") from None
+    if not (root / "LICENSE").is_file():
+        raise RealDataError(f"no licence file in {root}")
+    for rel, entry in manifest["files"].items():
+        path = root / rel
+        if not path.is_file():
+            raise RealDataError(f"{path} is missing")
+        if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
+            raise RealDataError(f"{path} differs from the manifest (size or SHA-256)")
+        lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+        if lines != entry["drawings"]:
+            raise RealDataError(f"{path}: {lines} drawings, the manifest says {entry['drawings']}")
+    return manifest
+
+
+def build_real_test_set(
+    sample: str | Path,
+    out: str | Path | None = None,
+    *,
+    classes: Sequence[str] | None = None,
+    raw_classes: Sequence[str] = RAW_CLASSES,
+    raw_per_class: int = RAW_PER_CLASS,
+) -> Path:
+    """Copy the real test set out of a sample folder laid out like the course authors'
+    (``<sample>/lamnguyen5464__Sketch-dataset/data/<class>.ndjson``, ...): whole
+    simplified files, the first ``raw_per_class`` lines of the raw ones, byte for byte,
+    plus ``labels.json``, ``manifest.json`` and ``LICENSE``. Run once by course authors;
+    nothing in the course calls it."""
+    from utils.quickdraw.synthetic import CLASSES
+
+    sample, out = Path(sample), Path(out or REAL_DIR)
+    classes = list(classes or CLASSES)
+    files: dict[str, dict] = {}
+    for kind, names, limit in (("simplified", classes, None), ("raw", list(raw_classes), raw_per_class)):
+        src_dir = sample / SOURCES[kind]["dir"]
+        dst_dir = out / kind
+        dst_dir.mkdir(parents=True, exist_ok=True)
+        LabelMap(classes).save(dst_dir / "labels.json")
+        for name in names:
+            src = src_dir / f"{name}.ndjson"
+            data = src.read_bytes()
+            if limit is not None:
+                data = b"".join(data.splitlines(keepends=True)[:limit])
+            dst = dst_dir / src.name
+            dst.write_bytes(data)
+            files[f"{kind}/{src.name}"] = {
+                "bytes": len(data),
+                "drawings": sum(1 for line in data.splitlines() if line.strip()),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "source": f"{SOURCES[kind]['repository']}/blob/{SOURCES[kind]['commit']}/"
+                + f"{SOURCES[kind]['dir'].split('/', 1)[1]}/{name}.ndjson".replace(" ", "%20"),
+                "whole_file": limit is None,
+            }
+    manifest = {
+        "licence": LICENCE,
+        "attribution": ATTRIBUTION,
+        "classes": classes,
+        "per_class": PER_CLASS,
+        "sources": SOURCES,
+        "files": files,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    (out / "LICENSE").write_text(
+        f"The files under this folder are Google's Quick, Draw! data, copied unchanged.\n\n{ATTRIBUTION}.\n"
+        "The licence's full text: https://creativecommons.org/licenses/by/4.0/legalcode\n"
+        "Provenance of every file: ../README.md and manifest.json.\n",
+        encoding="utf-8",
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m utils.quickdraw.real build <sample>`` or ``... verify``."""
+    p = argparse.ArgumentParser(description="The course's shipped real Quick, Draw! test set")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="copy it out of a quickdraw-sample folder")
+    b.add_argument("sample", type=Path)
+    b.add_argument("--out", type=Path, default=REAL_DIR)
+    sub.add_parser("verify", help="check the files against manifest.json")
+    args = p.parse_args(argv)
+    if args.cmd == "build":
+        print(f"wrote {build_real_test_set(args.sample, args.out)}")
+    m = verify_real_test_set(args.out if args.cmd == "build" else None)
+    n = sum(f["drawings"] for f in m["files"].values())
+    print(f"ok: {len(m['files'])} files, {n} drawings, {len(m['classes'])} classes ({m['licence']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
