@@ -76,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import keras
-
     from utils.doodle_models import build_model
 
     t0 = time.perf_counter()
