@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     per_class = {n: float(np.mean(pred[ry == i] == i)) for i, n in enumerate(names)}
     confusion = np.zeros((len(names), len(names)), int)
     np.add.at(confusion, (ry, pred), 1)
-    off = [(confusion[t, q], names[t], names[q]) for t in range(len(names)) for q in range(len(names)) if t != q]
+    off = [
+        (confusion[t, q], names[t], names[q]) for t in range(len(names)) for q in range(len(names)) if t != q
+    ]
     pairs = sorted((c for c in off if c[0]), reverse=True)[:8]
     result = {
         "real_top1": top_k_accuracy(ry, logits, 1),
