@@ -50,7 +50,12 @@ POOL = 200  # distinct doodles per class
 
 def make_rows(root: Path, rows: int) -> Path:
     """The Kaggle-layout set of ``rows`` rows under ``root`` (reused when complete)."""
-    want = {"rows": rows, "pool": POOL, "generator_version": GENERATOR_VERSION, "classes": list(qd.BUILTIN_CLASSES)}
+    want = {
+        "rows": rows,
+        "pool": POOL,
+        "generator_version": GENERATOR_VERSION,
+        "classes": list(qd.BUILTIN_CLASSES),
+    }
     manifest = root / "manifest.json"
     if manifest.is_file() and json.loads(manifest.read_text()) == want:
         return root
@@ -131,14 +136,22 @@ def main(argv: list[str] | None = None) -> int:
         paths = tf.constant([str(s.path) for s in specs])
 
         def of(i: tf.Tensor) -> tf.data.Dataset:
-            return tf.data.TextLineDataset(paths[i]).take(per_file + 1).enumerate().map(lambda j, x: (i, j, x))
+            return (
+                tf.data.TextLineDataset(paths[i]).take(per_file + 1).enumerate().map(lambda j, x: (i, j, x))
+            )
 
-        return tf.data.Dataset.range(len(specs)).interleave(of, cycle_length=len(specs), block_length=1).batch(256)
+        return (
+            tf.data.Dataset.range(len(specs))
+            .interleave(of, cycle_length=len(specs), block_length=1)
+            .batch(256)
+        )
 
     def numpy_parse(calls: int) -> Callable[[], int]:
         def run() -> int:
             ds = lines().map(
-                lambda i, j, x: tf.numpy_function(parse, [i, j, x], (tf.string, tf.int32, tf.int64), stateful=False),
+                lambda i, j, x: tf.numpy_function(
+                    parse, [i, j, x], (tf.string, tf.int32, tf.int64), stateful=False
+                ),
                 num_parallel_calls=calls,
             )
             return sum(int(b[1].shape[0]) for b in ds)
@@ -146,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         return run
 
     table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(labels.kaggle_names()), tf.range(len(labels), dtype=tf.int64)),
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(labels.kaggle_names()), tf.range(len(labels), dtype=tf.int64)
+        ),
         -1,
     )
 
@@ -155,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         _, drawing, key, _, _, word = tf.io.decode_csv(x, [[""]] * 6)
         body = tf.strings.regex_replace(tf.strings.regex_replace(drawing, " ", ""), r"^\[\[\[|\]\]\]$", "")
         numbers = tf.strings.split(tf.strings.split(tf.strings.split(body, "]],[["), "],["), ",")
-        return tf.strings.to_number(numbers, tf.float32), table.lookup(word), tf.strings.to_number(key, tf.int64)
+        return (
+            tf.strings.to_number(numbers, tf.float32),
+            table.lookup(word),
+            tf.strings.to_number(key, tf.int64),
+        )
 
     def tf_parse(calls: int) -> Callable[[], int]:
         def run() -> int:
@@ -164,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         return run
 
     for calls in (1, 2):
-        results.append((f"parse alone: Python in tf.numpy_function, {calls} parallel", *timed(numpy_parse(calls))))
+        results.append(
+            (f"parse alone: Python in tf.numpy_function, {calls} parallel", *timed(numpy_parse(calls)))
+        )
         results.append((f"parse alone: TensorFlow string ops, {calls} parallel", *timed(tf_parse(calls))))
 
     # the pipeline on all rows: CSVs, the one-time shard conversion, shards

@@ -150,8 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ).astype(np.float32)
     corr = np.corrcoef(a.ravel(), b.ravel())[0, 1]
-    print(f"pixel correlation with the reference when drawn in its layout (layout='kaggle', width 6/256): {corr:.3f}")
-    print("fidelity to Google's own 28x28 bitmaps: scripts/check_quickdraw_real.py (utils/quickdraw/README.md)")
+    print(
+        f"pixel correlation with the reference when drawn in its layout (layout='kaggle', width 6/256): {corr:.3f}"
+    )
+    print(
+        "fidelity to Google's own 28x28 bitmaps: scripts/check_quickdraw_real.py (utils/quickdraw/README.md)"
+    )
     return 0
 
 

@@ -107,3 +107,21 @@ def test_load_arrays() -> None:
     assert sorted(y3.tolist()) == sorted(y.tolist()) and not np.array_equal(y3, y)
     with pytest.raises(ValueError):
         load_arrays(0)
+
+
+def test_proportions_match_the_real_drawings() -> None:
+    """Per class, the generator's median aspect ratio, stroke and point counts are close to
+    those of Google's real drawings of the class (data/real): measured on both sides."""
+    from utils.quickdraw import read_real_test
+
+    def stats(strokes: list[np.ndarray]) -> tuple[float, int, int]:
+        w, h = np.ptp(np.concatenate(strokes), axis=0)
+        return float(np.log(max(w, 1) / max(h, 1))), len(strokes), sum(len(s) for s in strokes)
+
+    real = read_real_test()
+    rng = np.random.default_rng(0)
+    for word in CLASSES:
+        r = np.median([stats(d.strokes) for d in real if d.word == word], axis=0)
+        s = np.median([stats(doodle(word, rng)) for _ in range(150)], axis=0)
+        assert abs(s[0] - r[0]) < np.log(1.5), (word, "aspect", np.exp(s[0]), np.exp(r[0]))
+        assert abs(s[1] - r[1]) <= 2 and abs(s[2] - r[2]) <= 12, (word, "strokes, points", s[1:], r[1:])

@@ -202,7 +202,7 @@ def _apple_top(rng: Rng, h: float, dip: float) -> list[Stroke]:
 
 
 def bowtie(rng: Rng) -> list[Stroke]:
-    w, h = 1.0, u(rng, 0.5, 0.95)
+    w, h = 1.0, u(rng, 0.4, 0.8)
     knot = u(rng, 0.1, 0.25)
     pinch = u(rng, 0.1, 0.35) * h
     style = rng.random()
@@ -237,7 +237,7 @@ def bowtie(rng: Rng) -> list[Stroke]:
 
 
 def candle(rng: Rng) -> list[Stroke]:
-    w = u(rng, 0.18, 0.4)
+    w = u(rng, 0.12, 0.3)
     top, bottom = u(rng, -0.45, -0.2), 1.0
     strokes: list[Stroke] = []
     style = rng.random()
@@ -357,7 +357,7 @@ def door(rng: Rng) -> list[Stroke]:
 
 
 def envelope(rng: Rng) -> list[Stroke]:
-    w, h = 1.0, u(rng, 0.45, 0.8)
+    w, h = 1.0, u(rng, 0.4, 0.7)
     rect = jitter(rng, seg((-w, -h), (w, -h), (w, h), (-w, h)), 0.03)
     strokes = polygon(rng, rect, split=0.2)
     vx, vy = u(rng, -0.15, 0.15), u(rng, -0.2, 0.45) * h
@@ -441,19 +441,22 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
             )
         else:
             strokes.append(loop(rng, side * cx, 0, r, ry, wobble=0.05))
+    if maybe(rng, 0.15):  # dark lenses
+        for side in (-1, 1):
+            strokes.append(spiral(rng, side * cx, 0, min(r, ry) * 0.9, u(rng, 2.0, 3.5)))
     if maybe(rng, 0.9):  # the bridge
         strokes.insert(1, arc(0, 0.0, gap / 2 + 0.02, ry * u(rng, 0.2, 0.5), np.pi, TAU, 6))
-    if maybe(rng, 0.7):  # the arms
-        back = u(rng, -0.45, 0.15)
-        length = u(rng, 0.2, 0.8)
+    if maybe(rng, 0.8):  # the arms, seen a little from the side: up or down, back
+        rise = u(rng, -0.7, 0.4)
+        length = u(rng, 0.25, 0.9)
         for side in (-1, 1):
-            x0 = side * (cx + r)
-            strokes.append(seg((x0, -ry * 0.3), (x0 + side * length, back - ry * 0.3)))
+            x0, y0 = side * (cx + r * 0.9), -ry * u(rng, 0.2, 0.7)
+            strokes.append(seg((x0, y0), (x0 + side * length, y0 + rise * length)))
     return strokes
 
 
 def fish(rng: Rng) -> list[Stroke]:
-    bw, bh = u(rng, 0.55, 0.8), u(rng, 0.3, 0.55)  # half length and half height of the body
+    bw, bh = u(rng, 0.55, 0.8), u(rng, 0.22, 0.45)  # half length and half height of the body
     cx = -1 + 2 * bw  # where the body closes (the tail starts) - the head is at x = -1
     tail_w, tail_h = u(rng, 0.2, 0.45), bh * u(rng, 0.5, 1.1)
     style = rng.random()
@@ -584,8 +587,12 @@ def ladder(rng: Rng) -> list[Stroke]:
     if maybe(rng, 0.5):
         rungs = rungs[::-1]
     if maybe(rng, 0.15):  # rungs first, rails after
-        return rungs + strokes
-    return strokes + rungs
+        strokes = rungs + strokes
+    else:
+        strokes = strokes + rungs
+    lean = rng.normal(0, 0.2)  # ladders are often drawn leaning
+    c, s_ = np.cos(lean), np.sin(lean)
+    return [p @ np.array([[c, s_], [-s_, c]]) for p in strokes]
 
 
 def lightning(rng: Rng) -> list[Stroke]:
@@ -638,7 +645,7 @@ def line(rng: Rng) -> list[Stroke]:
 def lollipop(rng: Rng) -> list[Stroke]:
     r = u(rng, 0.3, 0.5)
     cy = -1 + r
-    stick = u(rng, 1.0, 1.7)
+    stick = u(rng, 0.8, 1.4)
     strokes = [loop(rng, 0, cy, r, r * u(rng, 0.85, 1.1), wobble=0.05)]
     if maybe(rng, 0.35):  # the swirl
         strokes.append(spiral(rng, 0, cy, r * 0.8, u(rng, 1.5, 3.0)))
@@ -668,9 +675,9 @@ def moon(rng: Rng) -> list[Stroke]:
             )
         return strokes
     # a crescent: an outer arc and an inner one meeting at the horns
-    span = u(rng, 0.6, 0.88) * np.pi  # half of the outer arc
-    d = u(rng, 0.05, 0.4)  # how far the inner curve is from the outer one (thickness)
-    face = 0.0 if maybe(rng, 0.6) else np.pi  # the open side: right (a "C") or left
+    span = u(rng, 0.6, 0.82) * np.pi  # half of the outer arc
+    d = u(rng, 0.05, 0.32)  # how far the inner curve is from the outer one (thickness)
+    face = 0.0 if maybe(rng, 0.78) else np.pi  # the open side: mostly right (a "C"), or left
     face += rng.normal(0, 0.3)
     outer = arc(0, 0, 1, 1, face + np.pi - span, face + np.pi + span, 24)
     # inner arc: through both horns, bulging the same way, less
@@ -694,7 +701,7 @@ def mountain(rng: Rng) -> list[Stroke]:
     xs = np.linspace(-1, 1, 2 * k + 1)[1:-1] + rng.normal(0, 0.3 / k, 2 * k - 1)
     peaks = xs[::2]
     valleys = xs[1::2]
-    top = 1 - u(rng, 0.9, 1.7)  # the highest peak (the base is at y = 1)
+    top = 1 - u(rng, 1.0, 2.0)  # the highest peak (the base is at y = 1)
     pts = [(-1.0, 1.0)]
     for i, x in enumerate(peaks):
         pts.append((x, top + u(rng, 0.0, 0.8) * (1 - top) * (i > 0)))
@@ -724,7 +731,7 @@ def mountain(rng: Rng) -> list[Stroke]:
                 (x + 0.25, y + 0.35),
             )
         )
-    if maybe(rng, 0.15):  # the ground
+    if k > 1 and maybe(rng, 0.15):  # the ground (under one peak it would make a triangle)
         strokes.append(seg((-1.1, 1.0), (1.1, 1.0)))
     if maybe(rng, 0.08):  # a sun
         strokes.append(loop(rng, 0.8, -0.8, 0.15, 0.15))
@@ -732,14 +739,14 @@ def mountain(rng: Rng) -> list[Stroke]:
 
 
 def rainbow(rng: Rng) -> list[Stroke]:
-    k = int(rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5]))
+    k = int(rng.choice([1, 1, 2, 2, 2, 3, 3, 4, 5]))
     span = u(rng, 0.85, 1.05) * np.pi
     mid = -np.pi / 2 + rng.normal(0, 0.1)
     gap = u(rng, 0.1, 0.2)
     strokes = []
     for i in range(k):
         r = 1 - i * gap
-        a = arc(0, 0.4, r, r * u(rng, 0.75, 1.05), mid - span / 2, mid + span / 2, 18)
+        a = arc(0, 0.4, r, r * u(rng, 0.85, 1.25), mid - span / 2, mid + span / 2, 18)
         strokes.append(a[::-1] if maybe(rng, 0.3) else a)
     if maybe(rng, 0.1):
         strokes = strokes[::-1]
@@ -780,7 +787,7 @@ def smiley_face(rng: Rng) -> list[Stroke]:
 
 
 def snowman(rng: Rng) -> list[Stroke]:
-    three = maybe(rng, 0.6)
+    three = maybe(rng, 0.45)
     radii = (
         [u(rng, 0.5, 0.6), u(rng, 0.36, 0.46), u(rng, 0.26, 0.34)]
         if three
@@ -801,10 +808,10 @@ def snowman(rng: Rng) -> list[Stroke]:
         cx, cy, r = centres[i]
         strokes.append(loop(rng, cx, cy, r * u(rng, 0.95, 1.1), r, wobble=0.05))
     hx, hy, hr = centres[-1]
-    if maybe(rng, 0.6):  # eyes
+    if maybe(rng, 0.4):  # eyes
         for side in (-1, 1):
             strokes.append(dot(rng, hx + side * hr * 0.4, hy - hr * 0.25, 0.03))
-    if maybe(rng, 0.35):  # a carrot nose
+    if maybe(rng, 0.25):  # a carrot nose
         strokes.append(seg((hx, hy), (hx + u(rng, 0.2, 0.35), hy + 0.05), (hx, hy + 0.08)))
     if maybe(rng, 0.15):  # a hat
         top = hy - hr * 0.9
@@ -818,7 +825,7 @@ def snowman(rng: Rng) -> list[Stroke]:
                 (hx + hr * 0.55, top),
             ),
         )
-    if maybe(rng, 0.3):  # stick arms
+    if maybe(rng, 0.2):  # stick arms
         bx, by, br = centres[1] if three else centres[0]
         for side in (-1, 1):
             x0 = bx + side * br * 0.9
@@ -827,7 +834,7 @@ def snowman(rng: Rng) -> list[Stroke]:
             strokes.append(seg((x0, by), (x1, y1)))
             if maybe(rng, 0.5):
                 strokes.append(seg((x1 - side * 0.1, y1 - 0.12), (x1, y1), (x1 + side * 0.02, y1 + 0.12)))
-    if maybe(rng, 0.25):  # buttons
+    if maybe(rng, 0.15):  # buttons
         bx, by, br = centres[1] if three else centres[0]
         for k in range(int(rng.integers(2, 4))):
             strokes.append(dot(rng, bx, by - br * 0.5 + k * br * 0.45, 0.03))
@@ -854,12 +861,12 @@ def star(rng: Rng) -> list[Stroke]:
         pts = jitter(rng, outer[[0, 2, 4, 1, 3]], u(rng, 0.03, 0.12))
         return polygon(rng, pts, closure=0.05, split=0.1)
     if style < 0.9:  # the outline with ten corners
-        inner_r = u(rng, 0.3, 0.55)
-        b = phase + np.pi / 5 + TAU * np.arange(5) / 5
+        inner_r = u(rng, 0.3, 0.55) * rng.uniform(0.8, 1.2, 5)  # arms of uneven width
+        b = phase + np.pi / 5 + TAU * np.arange(5) / 5 + rng.normal(0, 0.08, 5)
         inner = np.stack([inner_r * np.cos(b), inner_r * np.sin(b)], axis=1)
         pts = np.empty((10, 2))
-        pts[0::2], pts[1::2] = outer, inner
-        return polygon(rng, jitter(rng, pts, 0.04), closure=0.04, split=0.1)
+        pts[0::2], pts[1::2] = outer * rng.uniform(0.8, 1.1, (5, 1)), inner
+        return polygon(rng, jitter(rng, pts, u(rng, 0.02, 0.08)), closure=0.04, split=0.1)
     # a six-pointed star: two triangles
     t1 = np.stack(
         [np.cos(-np.pi / 2 + TAU * np.arange(3) / 3), np.sin(-np.pi / 2 + TAU * np.arange(3) / 3)], axis=1
@@ -870,7 +877,7 @@ def star(rng: Rng) -> list[Stroke]:
 def sun(rng: Rng) -> list[Stroke]:
     r = u(rng, 0.35, 0.6)
     strokes = [loop(rng, 0, 0, r, r * u(rng, 0.9, 1.1), wobble=0.05)]
-    k = int(rng.integers(5, 17))
+    k = int(rng.integers(4, 14))
     phase = u(rng, 0, TAU)
     style = rng.random()
     if style < 0.8:  # separate rays

@@ -166,7 +166,9 @@ def _shuffle_shard(job: tuple[str, str, str, int, int, int]) -> None:
 
     tmp, out, split, i, num_shards, seed = job
     pieces = sorted((Path(tmp) / f"{split}-{i}").glob("*.tfrecord"))
-    records = [r for p in pieces for batch in tf.data.TFRecordDataset(str(p)).batch(4096) for r in batch.numpy()]
+    records = [
+        r for p in pieces for batch in tf.data.TFRecordDataset(str(p)).batch(4096) for r in batch.numpy()
+    ]
     order = np.random.default_rng([seed, ("train", "val").index(split), i, 1]).permutation(len(records))
     with tf.io.TFRecordWriter(str(Path(out) / shard_name(split, i, num_shards))) as w:
         for j in order:

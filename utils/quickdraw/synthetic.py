@@ -104,8 +104,16 @@ def _wobble(p: Stroke, rng: np.random.Generator, amount: float) -> Stroke:
     for axis in range(2):
         f = rng.uniform(0.3, 1.2) * (1 + length)  # longer strokes wobble more times
         out[:, axis] += amount * np.sin(2 * np.pi * (f * t + rng.random()))
-    out += rng.normal(0, amount * 0.1, size=out.shape)
+    # kinks: a few units of 255 off the intended line, over a few units of length, so that
+    # Google's RDP (epsilon 2) keeps about as many points as it keeps of a real stroke
+    kink = rng.uniform(0.0, 0.007)
+    noise = rng.normal(0, 1, size=(n + 7, 2))
+    out += kink * np.stack([np.convolve(noise[:, k], _SMOOTH, mode="valid") for k in range(2)], axis=1)[:n]
     return out
+
+
+_SMOOTH = np.exp(-np.arange(8) / 2.5)
+_SMOOTH /= np.sqrt((_SMOOTH**2).sum())  # unit variance after smoothing
 
 
 def _misplace(p: Stroke, rng: np.random.Generator, sloppy: float) -> Stroke:
@@ -177,14 +185,16 @@ def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
     strokes = [np.asarray(p, dtype=np.float64) for p in TEMPLATES[word](rng)]
     sloppy = rng.uniform(0.0, 1.0)  # how hurried this drawing is
     strokes = [_misplace(p, rng, sloppy) for p in strokes]  # parts not quite in place
+    if len(strokes) > 2 and rng.random() < 0.3 * sloppy:  # a part left out in the hurry
+        del strokes[int(rng.integers(1, len(strokes)))]
     if len(strokes) > 1 and rng.random() < 0.15:  # two neighbouring strokes swapped
         i = int(rng.integers(0, len(strokes) - 1))
         strokes[i], strokes[i + 1] = strokes[i + 1], strokes[i]
     strokes = [_sloppy_end(_resample(p, 0.025), rng, sloppy) for p in strokes]
     strokes = _warp(strokes, rng, rng.uniform(0.0, 0.18))
-    ang = rng.normal(0, 0.12)
+    ang = rng.normal(0, 0.15)
     c, s = np.cos(ang), np.sin(ang)
-    sx, sy = np.exp(rng.normal(0, 0.12, size=2))
+    sx, sy = np.exp(rng.normal(0, 0.15, size=2))
     sh = rng.normal(0, 0.08)
     m = np.array([[c, -s], [s, c]]) @ np.array([[sx, sh], [0, sy]])
     wob = rng.uniform(0.005, 0.03)
