@@ -25,9 +25,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "the flag restates the comparison that set it: drop that clause and check the prediction "
         "instead, e.g. steps fed by the pipeline run at about min(pipeline_rate, step_rate)"
     ),
-    ("09_troubleshooting.ipynb", 'fixed["loss"] == fixed["loss"]'): (
-        'NaN check by self-comparison: write `math.isfinite(fixed["loss"])`'
-    ),
 }
 
 
