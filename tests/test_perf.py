@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
+import psutil
 import pytest
 
 from utils import perf
@@ -36,6 +36,15 @@ def test_slow_pipeline_is_input_bound_and_fast_one_is_not() -> None:
     fast_input = perf.check_input_bound(fast_pipeline, slow_step, batch, batches=5)
     assert not fast_input.input_bound and fast_input.headroom > 1, fast_input
     assert "not input-bound" in str(fast_input)
+
+
+def test_side_by_side_takes_turns() -> None:
+    calls: list[str] = []
+    ticks = iter(range(100))
+    fns = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    times = perf.side_by_side(fns, repeats=3, warmup=1, clock=lambda: float(next(ticks)))
+    assert calls == ["a", "b"] * 4  # one warm-up round, then three timed rounds in turns
+    assert times == {"a": [1.0] * 3, "b": [1.0] * 3}
 
 
 def _space(events: list[tuple[str, str, int, int, dict[str, int]]]):
@@ -98,11 +107,16 @@ def test_read_trace_without_a_profile_says_so(tmp_path) -> None:
 def test_tf_data_service_serves_and_stops() -> None:
     import tensorflow as tf
 
+    def listening() -> set[int]:
+        return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+
+    before = listening()
     with perf.tf_data_service(workers=1) as target:
         port = int(target.rsplit(":", 1)[1])
         ds = tf.data.Dataset.range(10).apply(
             tf.data.experimental.service.distribute("distributed_epoch", target)
         )
         assert sorted(int(v) for v in ds) == list(range(10))
-    with socket.socket() as s:  # the dispatcher's port is free again
-        s.bind(("localhost", port))
+        assert port in listening()
+    after = listening()
+    assert port not in after and after == before  # the dispatcher and the worker were stopped

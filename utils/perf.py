@@ -98,6 +98,31 @@ def check_input_bound(
     return InputBoundReport(pipeline, _rate(step, batches, warmup), batch_size)
 
 
+def side_by_side(
+    fns: dict[str, Callable[[], Any]],
+    *,
+    repeats: int = 5,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Time several variants in turns (A, B, A, B, ...): seconds of each call, per variant.
+
+    Taking turns spreads the load of a shared machine over all variants alike, so the ratio
+    of two medians is meaningful even when the absolute times are not. ``warmup`` rounds are
+    not timed (tracing, XLA compilation). Used in notebook 08 and ``benchmarks/bench_performance.py``.
+    """
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return times
+
+
 # ------------------------------------------------------------------------------------
 # The profiler's trace, read in code (notebook 08 §1 and §6)
 # ------------------------------------------------------------------------------------
