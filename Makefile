@@ -7,8 +7,9 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
+TB_PORT   ?= 6006
 
-.PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -50,6 +51,10 @@ lint: venv
 
 bench: venv
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# TensorBoard (with the profile plugin) on notebook 08's profiler logs: http://localhost:$(TB_PORT), Ctrl-C stops it.
+tensorboard: venv
+	$(PY) -m tensorboard.main --logdir build/08_performance --port $(TB_PORT)
 
 # For machines with GPUs: notebooks 00-06 on the GPU path (smoke settings), report in build/.
 gpu-check: venv

@@ -22,6 +22,7 @@ Modules (the notebook that introduces each is named in its docstring):
 - :mod:`utils.training`    – worker kit: cached doodle arrays, weights digest and difference (04, 05, 07)
 - :mod:`utils.quickdraw`   – Quick, Draw! formats, built-in doodles, renderer, tf.data (04, 06, 07)
 - :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
+- :mod:`utils.perf`        – input-bound check, the profiler trace read in code, tf.data service (06, 08)
 - :mod:`utils.submission`  – write and validate a Kaggle submission (06)
 - :mod:`utils.horovod`     – launch ``horovodrun`` jobs, read per-rank output (07)
 - :mod:`utils.horovod_job` – what notebook 07's Horovod scripts share (07)

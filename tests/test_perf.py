@@ -1,0 +1,122 @@
+"""utils.perf: the input-bound check fails on a slow pipeline, the trace reader's arithmetic, tf.data service."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from utils import perf
+
+SLEEP = 0.03  # seconds: far longer than either fast side takes on any machine
+
+
+def test_slow_pipeline_is_input_bound_and_fast_one_is_not() -> None:
+    import tensorflow as tf
+
+    def slow(x: tf.Tensor) -> tf.Tensor:
+        return tf.py_function(lambda v: (time.sleep(SLEEP), v)[1], [x], tf.float32)
+
+    batch = tf.ones([8, 4])
+    fast_pipeline = tf.data.Dataset.from_tensors(batch).repeat()
+    slow_pipeline = fast_pipeline.map(slow)  # a deliberately slow map: one sleep per batch
+
+    @tf.function
+    def fast_step(b: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(b)
+
+    def slow_step(b: tf.Tensor) -> tf.Tensor:
+        time.sleep(SLEEP)
+        return fast_step(b)
+
+    slow_input = perf.check_input_bound(slow_pipeline, fast_step, batch, batches=5, batch_size=8)
+    assert slow_input.input_bound and slow_input.headroom < 1, slow_input
+    assert "INPUT-BOUND" in str(slow_input) and "examples/s" in str(slow_input)
+    fast_input = perf.check_input_bound(fast_pipeline, slow_step, batch, batches=5)
+    assert not fast_input.input_bound and fast_input.headroom > 1, fast_input
+    assert "not input-bound" in str(fast_input)
+
+
+def test_side_by_side_takes_turns() -> None:
+    calls: list[str] = []
+    ticks = iter(range(100))
+    fns = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    times = perf.side_by_side(fns, repeats=3, warmup=1, clock=lambda: float(next(ticks)))
+    assert calls == ["a", "b"] * 4  # one warm-up round, then three timed rounds in turns
+    assert times == {"a": [1.0] * 3, "b": [1.0] * 3}
+
+
+def _space(events: list[tuple[str, str, int, int, dict[str, int]]]):
+    """An XSpace with one host plane; events as (line, name, start µs, duration µs, int stats)."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    ids: dict[str, int] = {}
+
+    def metadata(table, name: str) -> int:
+        if name not in ids:
+            ids[name] = len(ids) + 1
+            table[ids[name]].id = ids[name]
+            table[ids[name]].name = name
+        return ids[name]
+
+    lines: dict[str, object] = {}
+    for line_name, name, start, duration, stats in events:
+        if line_name not in lines:
+            lines[line_name] = plane.lines.add(name=line_name, timestamp_ns=1000)
+        ev = lines[line_name].events.add(metadata_id=metadata(plane.event_metadata, name))
+        ev.offset_ps, ev.duration_ps = start * 1_000_000, duration * 1_000_000
+        for key, value in stats.items():
+            ev.stats.add(metadata_id=metadata(plane.stat_metadata, key), int64_value=value)
+    return space
+
+
+def test_read_trace_splits_a_step_into_disjoint_parts(tmp_path) -> None:
+    events = [
+        ("python", "train", 0, 10_000, {"step_num": 0}),
+        ("python", "train", 10_000, 5_000, {"step_num": 1}),
+        # step 0: input 0-1 ms, compute 1-6 ms on two replicas at once (counted once), all-reduce
+        # 5-7 ms on both replicas (overlapping compute by 1 ms: all-reduce wins), nothing 7-10 ms
+        ("get_next", "IteratorGetNextOp::DoCompute", 0, 1_000, {}),
+        ("compute/1", "model/conv:Conv2D", 1_000, 5_000, {}),
+        ("compute/2", "replica_1/model/conv:Conv2D", 1_500, 4_000, {}),
+        ("collective/1", "sgd/CollectiveReduceV2:CollectiveReduceV2", 5_000, 2_000, {"instance_key": 7}),
+        ("collective/2", "sgd/CollectiveReduceV2_1:CollectiveReduceV2", 5_500, 1_000, {"instance_key": 7}),
+        ("threads", "ThreadpoolListener::Record", 8_000, 1_000, {}),  # not an op: ignored
+        # step 1: only compute, 2 ms
+        ("compute/1", "model/dense:MatMul", 11_000, 2_000, {}),
+    ]
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(_space(events).SerializeToString())
+    first, second = perf.read_trace(tmp_path)
+    assert (first.total, first.input, first.compute, first.allreduce, first.other) == pytest.approx((10, 1, 4, 2, 3))
+    assert first.instances == {7: 2} and first.allreduce_events == 2
+    assert first.covered == pytest.approx(0.7)
+    assert (second.total, second.compute, second.allreduce, second.other) == pytest.approx((5, 2, 0, 3))
+    assert second.instances == {}
+
+
+def test_read_trace_without_a_profile_says_so(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="xplane"):
+        perf.read_trace(tmp_path)
+
+
+def test_tf_data_service_serves_and_stops() -> None:
+    import tensorflow as tf
+
+    def listening() -> set[int]:
+        return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+
+    before = listening()
+    with perf.tf_data_service(workers=1) as target:
+        port = int(target.rsplit(":", 1)[1])
+        ds = tf.data.Dataset.range(10).apply(
+            tf.data.experimental.service.distribute("distributed_epoch", target)
+        )
+        assert sorted(int(v) for v in ds) == list(range(10))
+        assert port in listening()
+    after = listening()
+    assert port not in after and after == before  # the dispatcher and the worker were stopped
