@@ -90,6 +90,7 @@ def test_checker_flags_asserts_that_cannot_fail(snippet: str) -> None:
         "n = measure()\nassert n == 5",
         "x = a * 2\na = 3\nassert x == a * 2",  # a changed in between
         "x = f(w)\nw.assign(1.0)\nassert x == f(w)",  # w mutated in between
+        "before = ports()\nwith server():\n    pass\nafter = ports()\nassert after == before",  # measured twice
         "x = f(w)\nstep(w)\nassert x == f(w)",  # w passed to a call in between
         "x = f(w)\nw[0] = 1\nassert x == f(w)",
         "x = a * 2\nassert x == a * 3",
@@ -127,6 +128,7 @@ def test_checker_passes_asserts_that_can_fail(snippet: str) -> None:
 
 def test_magics_are_stripped_and_cell_magics_skipped() -> None:
     assert strip_magics("%timeit f()\n!ls -l\nx = 1") == "\n\nx = 1"
+    assert strip_magics("if show:\n    %tensorboard --logdir x") == "if show:\n    pass"  # still parses
     assert strip_magics("%%writefile worker.py\nassert True") == ""
     assert len(check_source(strip_magics("%load_ext autoreload\n  !nvidia-smi\nassert True"))) == 1
 

@@ -87,11 +87,18 @@ class Finding:
 
 
 def strip_magics(source: str) -> str:
-    """Cell source without IPython magics and shell lines (kept as blank lines, so numbers match)."""
+    """Cell source without IPython magics and shell lines (blank, or ``pass`` where a block opens; line numbers kept)."""
     lines = source.splitlines()
     if lines and lines[0].lstrip().startswith("%%"):
         return ""  # a cell magic (%%writefile, %%bash, …): not this kernel's Python
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+    out: list[str] = []
+    for line in lines:
+        if line.lstrip().startswith(("%", "!")):
+            opens_block = bool(out) and out[-1].rstrip().endswith(":")
+            # right after `if ...:` a blank line would leave the block empty: `pass` keeps it valid
+            line = line[: len(line) - len(line.lstrip())] + "pass" if opens_block else ""
+        out.append(line)
+    return "\n".join(out)
 
 
 def notebook_cells(path: Path) -> list[tuple[int, str]]:
@@ -209,6 +216,10 @@ class Checker:
                 out |= set(node.names)
         return out
 
+    def _impure_calls(self, node: ast.AST) -> bool:
+        """True if ``node`` calls anything not known to be read-only (it may read or change state)."""
+        return any(isinstance(n, ast.Call) and not self._read_only(n) for n in ast.walk(node))
+
     @staticmethod
     def _read_only(call: ast.Call) -> bool:
         f = call.func
@@ -319,6 +330,11 @@ class Checker:
         if isinstance(stmt, ast.With):
             self.check_raises(stmt)
         self._forget(self._mutated(stmt))
+        if isinstance(stmt, ast.With) or self._impure_calls(stmt):
+            # the world may have changed: a value read by a call earlier (a measurement, e.g. the
+            # ports listening before a server started) is not the same as the same call now
+            for name in [n for n, expr in self.known.items() if self._impure_calls(expr)]:
+                del self.known[name]
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
             if name not in _names(stmt.value):
