@@ -18,14 +18,9 @@ from utils import config
 
 NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 
-# Findings in notebooks the helper who wrote this test does not own, with the fix proposed to
-# their owner. An entry no longer found gives a warning (remove it once the notebook is fixed).
-KNOWN: dict[tuple[str, str], str] = {
-    ("06_quickdraw_capstone.ipynb", "INPUT_BOUND == (pipeline_rate < step_rate)"): (
-        "the flag restates the comparison that set it: drop that clause and check the prediction "
-        "instead, e.g. steps fed by the pipeline run at about min(pipeline_rate, step_rate)"
-    ),
-}
+# Findings waiting for a fix in a notebook somebody else is editing, with the fix proposed to
+# its owner: (notebook, snippet) -> fix. An entry no longer found gives a warning (remove it).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def reasons(snippet: str) -> list[str]:
