@@ -2,7 +2,7 @@
 
 The built-in doodles (``utils.quickdraw.synthetic``) stand in for Quick, Draw! when there is
 no network. This script measures how well that works: it trains the capstone's compact CNN
-(``utils.doodle_models``, 32x32, plain encoding, fixed seeds and schedule) on the
+(``utils.models``, 32x32, plain encoding, fixed seeds and schedule) on the
 built-in set and prints top-1, top-3 and MAP@3 on the real test set shipped in
 ``data/real`` (Google's first 25 drawings of every built-in class, never trained on), per
 class and overall, next to the built-in validation accuracy (the key_id split), and the
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import keras
-    from utils.doodle_models import build_model
+
+    from utils.models import build_model
 
     t0 = time.perf_counter()
     path = qd.ensure_builtin_data(args.variant)
