@@ -1,8 +1,8 @@
 """The built-in doodle set: a seeded generator of Quick, Draw!-style drawings.
 
-Twelve classes a person recognises (``circle``, ``square``, ``triangle``, ``hexagon``,
-``star``, ``line``, ``zigzag``, ``house``, ``envelope``, ``smiley face``, ``sun``, ``fish``;
-the names are Google's), drawn with human-like variation: hand wobble and jitter,
+Twenty-eight of Google's classes (templates in :mod:`utils.quickdraw.shapes`, from
+``apple`` to ``wine glass``; real drawings of each ship in ``data/real``), drawn with
+human-like variation: hand wobble and jitter,
 rotation, uneven scale and shear, random start point and direction, overshoot where a
 closed shape meets itself, shuffled stroke order, and sometimes an extra stray stroke.
 Each drawing then goes through Google's simplification (top-left at 0, longer side 255,
@@ -30,7 +30,7 @@ from utils.quickdraw.formats import Drawing, write_kaggle_csv
 from utils.quickdraw.labels import LabelMap
 from utils.quickdraw.shapes import TEMPLATES
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
 
 #: Variants: drawings per class for training, and per class for the Kaggle-style test file.
