@@ -184,17 +184,17 @@ def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
     """
     strokes = [np.asarray(p, dtype=np.float64) for p in TEMPLATES[word](rng)]
     sloppy = rng.uniform(0.0, 1.0)  # how hurried this drawing is
-    strokes = [_misplace(p, rng, sloppy) for p in strokes]  # parts not quite in place
+    strokes = [_misplace(p, rng, 1.6 * sloppy) for p in strokes]  # parts not quite in place
     if len(strokes) > 2 and rng.random() < 0.3 * sloppy:  # a part left out in the hurry
         del strokes[int(rng.integers(1, len(strokes)))]
     if len(strokes) > 1 and rng.random() < 0.15:  # two neighbouring strokes swapped
         i = int(rng.integers(0, len(strokes) - 1))
         strokes[i], strokes[i + 1] = strokes[i + 1], strokes[i]
     strokes = [_sloppy_end(_resample(p, 0.025), rng, sloppy) for p in strokes]
-    strokes = _warp(strokes, rng, rng.uniform(0.0, 0.18))
+    strokes = _warp(strokes, rng, rng.uniform(0.0, 0.28))
     ang = rng.normal(0, 0.15)
     c, s = np.cos(ang), np.sin(ang)
-    sx, sy = np.exp(rng.normal(0, 0.15, size=2))
+    sx, sy = np.exp(rng.normal(0, 0.2, size=2))
     sh = rng.normal(0, 0.08)
     m = np.array([[c, -s], [s, c]]) @ np.array([[sx, sh], [0, sy]])
     wob = rng.uniform(0.005, 0.03)
