@@ -13,8 +13,8 @@ most confused pairs. The goal in issue 19: top-1 >= 0.90 on the real drawings.
 real drawings that are not in ``data/real`` (a hold-out check that the generator was not
 tuned to the 25 drawings only; bitmaps are resized to the model's input size).
 
-    python scripts/check_sim_to_real.py                    # ~14 min on 2 CPU cores (top-1 0.87)
-    python scripts/check_sim_to_real.py --per-class 1000 --epochs 6   # ~5 min, about 0.86
+    python scripts/check_sim_to_real.py                    # ~15 min on 2 CPU cores (top-1 0.88)
+    python scripts/check_sim_to_real.py --per-class 1000 --epochs 6   # ~5 min (generator v2: 0.86)
 """
 
 from __future__ import annotations

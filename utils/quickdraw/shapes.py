@@ -9,8 +9,10 @@ are proportioned and where people start. The strokes are ideal paths; the hand
 
 The class list and the variants were chosen by looking at the first 25 real drawings of
 each class (``data/real/``, CC BY 4.0 Google): stroke counts, aspect ratios and the
-common ways of drawing each object. ``scripts/check_sim_to_real.py`` measures how well a
-model trained only on these doodles does on those real drawings.
+common ways of drawing each object; generator v3 was tuned on aggregate statistics of
+all 25 (width/height quartiles, class-mean images) and by looking at drawings 1-12 only.
+``scripts/check_sim_to_real.py`` measures how well a model trained only on these doodles
+does on those real drawings (and on 13-25 alone).
 NumPy only (also runs under NumPy 1.23 for notebook 07). Used through
 :mod:`utils.quickdraw.synthetic` in notebooks 04-07.
 """
