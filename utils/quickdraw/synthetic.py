@@ -324,6 +324,7 @@ def ensure_builtin_data(
     if not force and _matches(target, want):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target.parent, variant)
     tmp = target.parent / f".{variant}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -342,6 +343,26 @@ def ensure_builtin_data(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _remove_stale(parent: Path, variant: str) -> int:
+    """Delete ``.<variant>.tmp-<pid>`` / ``.old-<pid>`` directories left by a process that
+    was killed while generating (SIGTERM/SIGKILL skip its clean-up); return how many."""
+    removed = 0
+    for path in parent.glob(f".{variant}.*-*"):
+        kind, _, pid = path.name[len(variant) + 2 :].partition("-")
+        if kind not in ("tmp", "old") or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running (maybe generating right now): leave it
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def _matches(target: Path, want: dict) -> bool:
