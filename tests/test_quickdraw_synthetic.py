@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -88,6 +89,21 @@ def test_ensure_builtin_data_caches(tmp_path, monkeypatch) -> None:
     assert not [p for p in (tmp_path / "builtin").iterdir() if p.name.startswith(".")]  # no temp dirs left
     with pytest.raises(ValueError, match="unknown built-in variant"):
         ensure_builtin_data("huge", data_dir=tmp_path)
+
+
+def test_ensure_builtin_data_removes_what_killed_runs_left(tmp_path, monkeypatch) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.setitem(synthetic.VARIANTS, "tiny", {"per_class": 1, "test_per_class": 0})
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    live = str(os.getppid())
+    for name in (f".tiny.tmp-{dead}", f".tiny.old-{dead}", f".tiny.tmp-{live}", f".full.tmp-{dead}"):
+        (tmp_path / "builtin" / name).mkdir(parents=True)
+    ensure_builtin_data("tiny", data_dir=tmp_path)
+    left = sorted(p.name for p in (tmp_path / "builtin").iterdir())
+    assert left == sorted([f".tiny.tmp-{live}", f".full.tmp-{dead}", "tiny"])  # only this variant's dead ones
 
 
 def test_files_match_in_memory_generation(tmp_path) -> None:

@@ -1,8 +1,8 @@
 """The built-in doodle set: a seeded generator of Quick, Draw!-style drawings.
 
-Twelve classes a person recognises (``circle``, ``square``, ``triangle``, ``hexagon``,
-``star``, ``line``, ``zigzag``, ``house``, ``envelope``, ``smiley face``, ``sun``, ``fish``;
-the names are Google's), drawn with human-like variation: hand wobble and jitter,
+Twenty-eight of Google's classes (templates in :mod:`utils.quickdraw.shapes`, from
+``apple`` to ``wine glass``; real drawings of each ship in ``data/real``), drawn with
+human-like variation: hand wobble and jitter,
 rotation, uneven scale and shear, random start point and direction, overshoot where a
 closed shape meets itself, shuffled stroke order, and sometimes an extra stray stroke.
 Each drawing then goes through Google's simplification (top-left at 0, longer side 255,
@@ -30,7 +30,7 @@ from utils.quickdraw.formats import Drawing, write_kaggle_csv
 from utils.quickdraw.labels import LabelMap
 from utils.quickdraw.shapes import TEMPLATES
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
 
 #: Variants: drawings per class for training, and per class for the Kaggle-style test file.
@@ -184,17 +184,17 @@ def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
     """
     strokes = [np.asarray(p, dtype=np.float64) for p in TEMPLATES[word](rng)]
     sloppy = rng.uniform(0.0, 1.0)  # how hurried this drawing is
-    strokes = [_misplace(p, rng, sloppy) for p in strokes]  # parts not quite in place
+    strokes = [_misplace(p, rng, 1.6 * sloppy) for p in strokes]  # parts not quite in place
     if len(strokes) > 2 and rng.random() < 0.3 * sloppy:  # a part left out in the hurry
         del strokes[int(rng.integers(1, len(strokes)))]
     if len(strokes) > 1 and rng.random() < 0.15:  # two neighbouring strokes swapped
         i = int(rng.integers(0, len(strokes) - 1))
         strokes[i], strokes[i + 1] = strokes[i + 1], strokes[i]
     strokes = [_sloppy_end(_resample(p, 0.025), rng, sloppy) for p in strokes]
-    strokes = _warp(strokes, rng, rng.uniform(0.0, 0.18))
+    strokes = _warp(strokes, rng, rng.uniform(0.0, 0.28))
     ang = rng.normal(0, 0.15)
     c, s = np.cos(ang), np.sin(ang)
-    sx, sy = np.exp(rng.normal(0, 0.15, size=2))
+    sx, sy = np.exp(rng.normal(0, 0.2, size=2))
     sh = rng.normal(0, 0.08)
     m = np.array([[c, -s], [s, c]]) @ np.array([[sx, sh], [0, sy]])
     wob = rng.uniform(0.005, 0.03)
@@ -324,6 +324,7 @@ def ensure_builtin_data(
     if not force and _matches(target, want):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(target.parent, variant)
     tmp = target.parent / f".{variant}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -342,6 +343,26 @@ def ensure_builtin_data(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _remove_stale(parent: Path, variant: str) -> int:
+    """Delete ``.<variant>.tmp-<pid>`` / ``.old-<pid>`` directories left by a process that
+    was killed while generating (SIGTERM/SIGKILL skip its clean-up); return how many."""
+    removed = 0
+    for path in parent.glob(f".{variant}.*-*"):
+        kind, _, pid = path.name[len(variant) + 2 :].partition("-")
+        if kind not in ("tmp", "old") or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running (maybe generating right now): leave it
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def _matches(target: Path, want: dict) -> bool:
