@@ -63,18 +63,8 @@ def tiny_notebook() -> dict:
 def test_slide_types_follow_the_rules() -> None:
     nb = tiny_notebook()
     types = [slide_type(nb["cells"], i) for i in range(len(nb["cells"]))]
-    assert types == [
-        "slide",
-        "slide",
-        "skip",
-        "skip",
-        "slide",
-        "fragment",
-        "subslide",
-        "subslide",
-        "subslide",
-        "slide",
-    ]
+    expected = ["slide", "slide", "skip", "skip", "slide", "fragment", "subslide", "subslide", "-", "slide"]
+    assert types == expected
 
 
 def test_slide_metadata_is_idempotent_keeps_manual_types_and_survives_cleaning() -> None:
@@ -104,8 +94,8 @@ def test_slides_and_site_build_from_an_executed_notebook(tmp_path: Path) -> None
     source.mkdir()
     nb = add_slide_metadata(tiny_notebook())
     (source / "03_tiny.ipynb").write_text(json.dumps(nb), encoding="utf-8")
-    notebooks, executed = build_site.find_notebooks(source)
-    assert [p.name for p in notebooks] == ["03_tiny.ipynb"] and executed
+    notebooks = build_site.find_notebooks(source)
+    assert [p.name for p in notebooks] == ["03_tiny.ipynb"]
 
     out = tmp_path / "build"
     (slides,) = build_site.build_slides(notebooks, out / "slides")
@@ -117,18 +107,19 @@ def test_slides_and_site_build_from_an_executed_notebook(tmp_path: Path) -> None
     assert not re.search(r"utils.*setup", text)  # the setup cell is skipped
     assert "It is four." in text and re.search(r"x19.*=.*19", text)
 
-    index = build_site.build_book(notebooks, out / "site", executed, out / "slides")
+    index = build_site.build_book(notebooks, out / "site", out / "slides")
     page = (out / "site" / "03_tiny.html").read_text(encoding="utf-8")
     assert re.search(r"utils.*setup", page) and "<pre>4</pre>" in page  # the page has code and outputs
     home = index.read_text(encoding="utf-8")
     assert 'href="03_tiny.html"' in home and 'href="../slides/03_tiny.slides.html"' in home
     assert "3 · Tiny (小)" in home and "A tiny chapter about adding numbers." in home
     assert (
-        "<strong>Lecture slot:</strong> ~5 min (core: §1)." in home and "executed with full settings" in home
+        "<strong>Lecture slot:</strong> ~5 min (core: §1)." in home
+        and "1 of 1 executed with full settings" in home
     )
 
 
-def test_without_executed_notebooks_the_build_says_so(
+def test_notebooks_without_an_executed_copy_come_from_notebooks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tools import build_site
@@ -136,8 +127,17 @@ def test_without_executed_notebooks_the_build_says_so(
     root = tmp_path / "project"
     (root / "notebooks").mkdir(parents=True)
     (root / "build").mkdir()
-    (root / "notebooks" / "03_tiny.ipynb").write_text(json.dumps(tiny_notebook()), encoding="utf-8")
+    for name in ("03_tiny.ipynb", "04_other.ipynb"):
+        (root / "notebooks" / name).write_text(json.dumps(tiny_notebook()), encoding="utf-8")
     monkeypatch.setattr(build_site, "ROOT", root)
-    notebooks, executed = build_site.find_notebooks()
-    assert [p.parent.name for p in notebooks] == ["notebooks"] and not executed
+    assert build_site.find_notebooks() == [
+        root / "notebooks" / "03_tiny.ipynb",
+        root / "notebooks" / "04_other.ipynb",
+    ]
     assert "no executed notebooks" in capsys.readouterr().out
+    (root / "build" / "03_tiny.ipynb").write_text(json.dumps(tiny_notebook()), encoding="utf-8")  # `make run`
+    assert build_site.find_notebooks() == [
+        root / "build" / "03_tiny.ipynb",
+        root / "notebooks" / "04_other.ipynb",
+    ]
+    assert "no executed copy of 04_other" in capsys.readouterr().out

@@ -3,8 +3,9 @@
 ``python tools/build_site.py slides|book|all [--source DIR] [--out DIR]``
 
 * **Source**: the executed notebooks ``make run`` leaves in ``build/`` (full settings, with
-  outputs and figures). When ``build/`` has none, the source notebooks in ``notebooks/`` are
-  used instead (no outputs), and the build says so.
+  outputs and figures). For a notebook without an executed copy there (``make run`` not done,
+  or notebook 07 where Horovod cannot be built), its source in ``notebooks/`` is used instead
+  (no outputs): the build says which, and the index marks them.
 * **slides** → ``build/slides/NN_name.slides.html``: reveal.js slideshows from the cells'
   slide types (tools/slidemeta.py), one per notebook, with scrolling for long cells.
   reveal.js (with require.js, jQuery and MathJax) comes from ``build/reveal.js`` when it is
@@ -39,19 +40,28 @@ CDN_REVEAL = "https://unpkg.com/reveal.js@4.0.2"
 MATHJAX = "MathJax.js?config=TeX-AMS_CHTML-full,Safe"  # the configuration nbconvert's templates use
 
 
-def find_notebooks(source: Path | None = None) -> tuple[list[Path], bool]:
-    """(notebooks, executed): ``source`` if given, else build/'s executed ones, else notebooks/."""
+def find_notebooks(source: Path | None = None) -> list[Path]:
+    """The notebooks to build: those in ``source`` if given; else, for every notebook in
+    notebooks/, its executed copy in build/ (``make run``) or, failing that, itself (and a
+    message naming those)."""
     if source is not None:
-        found = sorted(p for p in source.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
-        return found, any(_has_outputs(p) for p in found)
-    executed = sorted(p for p in (ROOT / "build").glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
-    if executed:
-        return executed, True
-    print(
-        "build_site: build/ holds no executed notebooks (run `make run` first); "
-        "building from the source notebooks in notebooks/, which have no outputs"
-    )
-    return sorted(p for p in (ROOT / "notebooks").glob("*.ipynb") if NOTEBOOK_NAME.match(p.name)), False
+        return sorted(p for p in source.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+    chosen, missing = [], []
+    for path in sorted(p for p in (ROOT / "notebooks").glob("*.ipynb") if NOTEBOOK_NAME.match(p.name)):
+        executed = ROOT / "build" / path.name
+        chosen.append(executed if executed.is_file() else path)
+        if not executed.is_file():
+            missing.append(path.stem)
+    if missing:
+        what = (
+            "no executed notebooks"
+            if len(missing) == len(chosen)
+            else f"no executed copy of {', '.join(missing)}"
+        )
+        print(
+            f"build_site: build/ holds {what} (run `make run` first); using notebooks/ for those, without outputs"
+        )
+    return chosen
 
 
 def _has_outputs(path: Path) -> bool:
@@ -84,13 +94,42 @@ def inline_markdown(text: str) -> str:
     return re.sub(r"^<p>|</p>\s*$", "", mistune.html(text).strip())
 
 
+def sync_slide_types(nb: Any, source: Path) -> int:
+    """Give an executed copy the slide types its source notebook has now (they may have changed
+    since `make run`): cell by cell where the cells' code is the same. Returns the cells changed."""
+    if not source.is_file():
+        return 0
+    cells = json.loads(source.read_text(encoding="utf-8")).get("cells", [])
+    if len(cells) != len(nb.cells):
+        return 0
+    changed = 0
+    for cell, src in zip(nb.cells, cells, strict=True):
+        slideshow = src.get("metadata", {}).get("slideshow")
+        if (
+            slideshow
+            and "".join(src["source"]) == cell.source
+            and cell.metadata.get("slideshow") != slideshow
+        ):
+            cell.metadata["slideshow"] = dict(slideshow)
+            changed += 1
+    return changed
+
+
 def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
     """Write one reveal.js slideshow per notebook into ``out``; return their paths."""
+    import nbformat
     from nbconvert import SlidesExporter
 
     out.mkdir(parents=True, exist_ok=True)
     local = ROOT / "build" / "reveal.js"
-    options: dict[str, Any] = {"reveal_scroll": True, "reveal_theme": "white"}
+    options: dict[str, Any] = {
+        "reveal_scroll": True,  # long cells scroll instead of running off the slide
+        "reveal_theme": "white",
+        "reveal_width": "1100",  # room for the course's 120-character code lines
+        "reveal_height": "700",
+        "exclude_input_prompt": True,
+        "exclude_output_prompt": True,
+    }
     if (local / "dist" / "reveal.js").is_file() and (local / "vendor" / "require.js").is_file():
         if local.resolve() != (out / "reveal.js").resolve():
             shutil.copytree(local, out / "reveal.js", dirs_exist_ok=True)
@@ -108,7 +147,11 @@ def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
     exporter = SlidesExporter(**options)
     written = []
     for path in notebooks:
-        body, _ = exporter.from_filename(str(path))
+        nb = nbformat.read(path, as_version=4)
+        synced = sync_slide_types(nb, ROOT / "notebooks" / path.name)
+        body, _ = exporter.from_notebook_node(nb)
+        if synced:
+            print(f"build_site: {path.name}: slide types of {synced} cells taken from notebooks/{path.name}")
         target = out / f"{path.stem}.slides.html"
         target.write_text(body, encoding="utf-8")
         written.append(target)
@@ -116,7 +159,7 @@ def build_slides(notebooks: list[Path], out: Path) -> list[Path]:
     return written
 
 
-def build_book(notebooks: list[Path], out: Path, executed: bool, slides: Path | None = None) -> Path:
+def build_book(notebooks: list[Path], out: Path, slides: Path | None = None) -> Path:
     """Render every notebook to HTML in ``out`` and write ``out/index.html``; return the index."""
     from nbconvert import HTMLExporter
 
@@ -126,8 +169,11 @@ def build_book(notebooks: list[Path], out: Path, executed: bool, slides: Path | 
         options["mathjax_url"] = f"../{slides.name}/reveal.js/vendor/mathjax/{MATHJAX}"  # offline formulas
     exporter = HTMLExporter(**options)
     rows = []
+    executed = 0
     for path in notebooks:
         body, _ = exporter.from_filename(str(path))
+        ran = _has_outputs(path)
+        executed += ran
         (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
         info = chapter_info(path)
         links = [f'<a href="{path.stem}.html">read</a>']
@@ -137,15 +183,16 @@ def build_book(notebooks: list[Path], out: Path, executed: bool, slides: Path | 
             f'<li><h2><a href="{path.stem}.html">{html.escape(info["title"])}</a></h2>'
             f"<p>{inline_markdown(info['summary'])}</p>"
             + (f'<p class="slot">{inline_markdown(info["slot"])}</p>' if info["slot"] else "")
-            + f'<p class="links">{" · ".join(links)}</p></li>'
+            + f'<p class="links">{" · ".join(links)}'
+            + ("" if ran else ' · <span class="todo">not executed: code only</span>')
+            + "</p></li>"
         )
     state = (
-        "executed with full settings by <code>make run</code>: outputs and figures included"
-        if executed
-        else "<strong>not executed</strong> (no <code>make run</code> yet): code only, no outputs"
+        f"{executed} of {len(notebooks)} executed with full settings by <code>make run</code> "
+        "(outputs and figures included)"
     )
     index = out / "index.html"
-    index.write_text(INDEX.format(state=state, rows="\n".join(rows), n=len(rows)), encoding="utf-8")
+    index.write_text(INDEX.format(state=state, rows="\n".join(rows)), encoding="utf-8")
     print(f"build_site: {len(rows)} chapters and {index}")
     return index
 
@@ -162,11 +209,11 @@ ol {{ padding-left: 0; list-style: none; }}
 li {{ border-top: 1px solid #ddd; padding: .6rem 0; }}
 li h2 {{ font-size: 1.15rem; margin: .2rem 0; }} li p {{ margin: .25rem 0; }}
 a {{ color: #0b57d0; text-decoration: none; }} a:hover {{ text-decoration: underline; }}
-.slot {{ color: #555; font-size: .92rem; }} .links {{ font-size: .92rem; }}
+.slot {{ color: #555; font-size: .92rem; }} .links {{ font-size: .92rem; }} .todo {{ color: #a15c00; }}
 </style></head>
 <body>
 <h1>GPU distributed training with TensorFlow</h1>
-<p class="state">{n} notebooks, {state}.</p>
+<p class="state">{state}.</p>
 <ol>
 {rows}
 </ol>
@@ -181,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=None, help="folder of notebooks (default: build/)")
     parser.add_argument("--out", type=Path, default=ROOT / "build", help="parent folder of slides/ and site/")
     args = parser.parse_args(argv)
-    notebooks, executed = find_notebooks(args.source)
+    notebooks = find_notebooks(args.source)
     if not notebooks:
         print("build_site: no notebooks found")
         return 1
@@ -189,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what in ("slides", "all"):
         build_slides(notebooks, slides)
     if args.what in ("book", "all"):
-        build_book(notebooks, args.out / "site", executed, slides)
+        build_book(notebooks, args.out / "site", slides)
     return 0
 
 

@@ -10,8 +10,9 @@ JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all 
 * the setup section (its ``## Setup`` heading cell and the setup code cell) is **skip**: plumbing;
 * other Markdown: a **subslide** when it follows code (a new step of the story), else it
   continues the slide (``-``);
-* a code cell: a **fragment** (appears on the next key press) when it is short and follows
-  its explanation, else a **subslide** of its own (long code and its output need the room).
+* a code cell right after its explanation stays on that slide: a **fragment** (it appears on
+  the next key press) when short, else it simply continues the slide (``-``; the slides
+  scroll); a code cell after another code cell starts a **subslide**.
 
 ``jupyter nbconvert --to slides`` (``make slides``) and RISE read these. Project tooling, not
 used inside notebooks.
@@ -71,7 +72,9 @@ def slide_type(cells: list[dict[str, Any]], index: int) -> str:
         return "subslide" if previous is not None and previous.get("cell_type") == "code" else "-"
     lines = _source(cell).strip().count("\n") + 1
     after_text = previous is not None and previous.get("cell_type") == "markdown" and not is_setup(previous)
-    return "fragment" if after_text and lines <= SHORT_CODE_LINES else "subslide"
+    if not after_text:
+        return "subslide"
+    return "fragment" if lines <= SHORT_CODE_LINES else "-"
 
 
 def add_slide_metadata(nb: dict[str, Any], reset: bool = False) -> dict[str, Any]:
