@@ -264,6 +264,29 @@ def test_timeout_stops_hanging_workers():
     _assert_all_gone(cluster, _grandchildren(info.value.logs))
 
 
+def test_wait_for_output_then_time_the_hang():
+    with LocalCluster(hanging_worker, 2, timeout=60) as cluster:
+        cluster.wait_for_output("worker:1", "waiting", timeout=60)
+        assert "worker worker:1 waiting" in cluster.logs()["worker:1"]
+        t0 = time.monotonic()
+        with pytest.raises(ClusterTimeoutError) as info:
+            cluster.wait(timeout=1)
+        assert 1 <= time.monotonic() - t0 < 15
+    _assert_all_gone(cluster, _grandchildren(info.value.logs))
+
+
+def test_wait_for_output_that_never_comes_stops_the_cluster():
+    cluster = LocalCluster(hanging_worker, 2, timeout=60)
+    with pytest.raises(ClusterTimeoutError) as info:
+        cluster.wait_for_output("worker:0", "a line it never writes", timeout=2)
+    assert info.value.running == ["worker:0", "worker:1"]
+    _assert_all_gone(cluster, _grandchildren(info.value.logs))
+    unstarted = LocalCluster(hanging_worker, 1)
+    with pytest.raises(ValueError, match="no task 'ps:0'"):
+        unstarted.wait_for_output("ps:0", "x")
+    assert unstarted.pids == []  # a bad name starts nothing
+
+
 def test_sigterm_ignoring_worker_is_killed():
     cluster = LocalCluster(sigterm_ignoring_worker, 1, timeout=2, grace=0.5)
     with pytest.raises(ClusterTimeoutError):

@@ -73,7 +73,7 @@ def test_runs_unit_tests_then_notebooks_then_horovod(tmp_path: Path) -> None:
     result = run(root)
     assert result.returncode == 0, result.stderr
     log = calls(root)
-    assert log[0] == "-m pytest tests -m not horovod_env"
+    assert log[0] == "-m pytest tests -m not horovod_env --durations=10"
     assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in log[1] and "07_" not in log[1]
     assert log[2] == "tools/colab_rehearsal.py"  # after the notebooks, before notebook 07
     assert log[3] == "-m pytest tests -m horovod_env"
@@ -165,7 +165,7 @@ def test_stages_alone(tmp_path: Path) -> None:
     """make test-unit / test-notebooks / test-horovod run one part each."""
     root = make_project(tmp_path)
     assert run(root, "run_tests.sh", args=["unit"]).returncode == 0
-    assert calls(root) == ["-m pytest tests -m not horovod_env"]
+    assert calls(root) == ["-m pytest tests -m not horovod_env --durations=10"]
     (root / "calls.log").unlink()
     result = run(root, "run_tests.sh", args=["horovod"])
     assert result.returncode == 0, result.stderr

@@ -97,3 +97,28 @@ def test_minibatches_and_bad_arguments(problem) -> None:  # noqa: ANN001
         make_least_squares(0)
     with pytest.raises(ValueError, match="fraction"):
         tail_std(trace, 0)
+
+
+def test_async_controls_isolate_staleness(problem) -> None:  # noqa: ANN001
+    """data="all" + stale=False is gradient descent, update for update, like sync SGD."""
+    times = WorkerTimes(4, jitter=0.2, straggler=3, slowdown=2.0)
+    lr = 0.4 / problem.smoothness()
+    sync = simulate_sync_sgd(problem, times, lr=lr, n_steps=40)
+    until = float(sync.times[-1])
+    control = simulate_async_sgd(problem, times, lr=lr, until=until, data="all", stale=False)
+    stale = simulate_async_sgd(problem, times, lr=lr, until=until, data="all")
+    assert (control.staleness == 0).all() and stale.staleness.mean() > 1
+    assert control.n_updates == stale.n_updates > sync.n_updates  # same workers, same timing
+    assert [e[0] for e in control.events] == [e[0] for e in stale.events]
+    np.testing.assert_allclose(control.losses[: sync.n_updates], sync.losses, rtol=1e-9, atol=1e-15)
+    k = 20
+    assert stale.losses[k] - problem.loss_star > 10 * (control.losses[k] - problem.loss_star)
+    # with shard data, jitter is there with or without staleness
+    shard_stale = simulate_async_sgd(problem, times, lr=lr / 4, until=until)
+    shard_fresh = simulate_async_sgd(problem, times, lr=lr / 4, until=until, stale=False)
+    assert tail_std(shard_fresh) > 100 * tail_std(control)
+    assert 0.5 < tail_std(shard_stale) / tail_std(shard_fresh) < 2
+    with pytest.raises(ValueError, match="data"):
+        simulate_async_sgd(problem, times, lr=lr, until=until, data="some")
+    with pytest.raises(ValueError, match="batch_size"):
+        simulate_async_sgd(problem, times, lr=lr, until=until, data="all", batch_size=4)

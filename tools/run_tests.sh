@@ -38,9 +38,10 @@ stop_build() {
 trap stop_build EXIT
 trap 'exit 130' INT TERM
 
-run_unit() { "$PY" -m pytest tests -m "not horovod_env"; }
+run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
 run_notebooks() {
-    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${MAIN_NBS[@]}"
+    # --durations: the slowest cells, to see where make test's time goes
+    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "${MAIN_NBS[@]}"
     # notebooks 00 and 02 once more as on Colab: stand-in google.colab, /content-like working
     # directory, the course cloned from this tree, no package index (tools/colab_rehearsal.py)
     "$PY" tools/colab_rehearsal.py

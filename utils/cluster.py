@@ -426,6 +426,44 @@ class LocalCluster:
         """Everything each task has written so far, ``{"worker:0": text, ...}``."""
         return {f"{t}:{i}": self._read_log((t, i)) for (t, i) in self._procs}
 
+    def _raise_if_failed_or_late(self, started: float, timeout: float | None) -> dict[tuple[str, int], int | None]:
+        """The tasks' exit codes so far; raise if one failed or ``timeout`` has passed."""
+        codes = {task: p.poll() for task, p in self._procs.items()}
+        failed = [(t, c) for t, c in codes.items() if c not in (None, 0)]
+        if failed:
+            (task_type, index), code = failed[0]
+            logs = self.logs()
+            name = f"{task_type}:{index}"
+            raise WorkerFailedError(name, code, _tail(logs[name], self.tail_lines), logs)
+        if timeout is not None and time.monotonic() - started > timeout:
+            logs = self.logs()
+            running = [f"{t}:{i}" for (t, i), c in codes.items() if c is None]
+            raise ClusterTimeoutError(timeout, running, {k: _tail(v, self.tail_lines) for k, v in logs.items()}, logs)
+        return codes
+
+    def wait_for_output(self, task: str, text: str, timeout: float = 300.0) -> None:
+        """Return once ``task`` (e.g. ``"worker:0"``) has written ``text``; start the cluster if needed.
+
+        Raises like :meth:`wait` (stopping the cluster) when a task fails or ``timeout`` passes
+        first. Lets a notebook time a hang from the moment a worker reached a given line, not
+        from a start-up whose length depends on the machine's load (notebook 09).
+        """
+        names = {f"{t}:{i}": (t, i) for t, n in self.task_counts.items() for i in range(n)}
+        if task not in names:
+            raise ValueError(f"no task {task!r} in this cluster; tasks: {sorted(names)}")
+        if not self._procs:
+            self.start()
+        started = time.monotonic()
+        try:
+            while text not in self._read_log(names[task]):
+                if self.stream:
+                    self._stream_new_output()
+                self._raise_if_failed_or_late(started, timeout)
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+
     def wait(self, timeout: float | None = None) -> ClusterResult:
         """Wait for all tasks; return their results or raise (always stopping the cluster).
 
@@ -440,21 +478,9 @@ class LocalCluster:
             while True:
                 if self.stream:
                     self._stream_new_output()
-                codes = {task: p.poll() for task, p in self._procs.items()}
-                failed = [(t, c) for t, c in codes.items() if c not in (None, 0)]
-                if failed:
-                    (task_type, index), code = failed[0]
-                    logs = self.logs()
-                    name = f"{task_type}:{index}"
-                    raise WorkerFailedError(name, code, _tail(logs[name], self.tail_lines), logs)
+                codes = self._raise_if_failed_or_late(start, timeout)
                 if all(c == 0 for c in codes.values()):
                     break
-                if timeout is not None and time.monotonic() - start > timeout:
-                    logs = self.logs()
-                    running = [f"{t}:{i}" for (t, i), c in codes.items() if c is None]
-                    raise ClusterTimeoutError(
-                        timeout, running, {k: _tail(v, self.tail_lines) for k, v in logs.items()}, logs
-                    )
                 time.sleep(0.05)
             if self.stream:
                 self._stream_new_output()

@@ -135,6 +135,7 @@ class RankReport:
     checkpoint_writes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     devices: list[str] = field(default_factory=list)
+    intra_op_threads: int = 0  # what TensorFlow was told (0 = its default: all cores)
 
     def save(self, folder: str | os.PathLike[str], weights: Sequence[np.ndarray]) -> Path:
         """Write ``rank<r>.json`` and ``rank<r>.npz`` into ``folder``; return the JSON path."""

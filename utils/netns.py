@@ -564,7 +564,25 @@ class _Host:
     cut: bool = False
 
 
-class VirtualNetwork:
+class _RunsOnHosts:
+    """``popen``/``run`` on a host, for both networks: each defines ``command(host, argv)``."""
+
+    def command(self, host: str, argv: Sequence[str] = ()) -> list[str]:
+        raise NotImplementedError
+
+    def popen(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+        """Start ``argv`` on ``host`` (a ``subprocess.Popen``; keyword arguments pass through)."""
+        return subprocess.Popen(self.command(host, argv), **kwargs)
+
+    def run(
+        self, host: str, argv: Sequence[str], *, timeout: float = 60, **kwargs: Any
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` on ``host`` to completion; returns its ``CompletedProcess`` (text output)."""
+        kwargs.setdefault("capture_output", True)
+        return subprocess.run(self.command(host, argv), text=True, timeout=timeout, **kwargs)
+
+
+class VirtualNetwork(_RunsOnHosts):
     """Hosts with their own namespaces and addresses on one virtual switch (see module doc).
 
     ``hosts`` is a number (hosts ``"host0"``, ``"host1"``, ...) or a list of labels (e.g.
@@ -742,17 +760,6 @@ class VirtualNetwork:
         """``argv`` prefixed so that it runs inside the host's namespace (``ip netns exec``)."""
         self._require_alive()
         return [_ip(), "netns", "exec", self._host(host).namespace, *map(str, argv)]
-
-    def popen(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
-        """Start ``argv`` on ``host`` (a ``subprocess.Popen``; keyword arguments pass through)."""
-        return subprocess.Popen(self.command(host, argv), **kwargs)
-
-    def run(
-        self, host: str, argv: Sequence[str], *, timeout: float = 60, **kwargs: Any
-    ) -> subprocess.CompletedProcess[str]:
-        """Run ``argv`` on ``host`` to completion; returns its ``CompletedProcess`` (text output)."""
-        kwargs.setdefault("capture_output", True)
-        return subprocess.run(self.command(host, argv), text=True, timeout=timeout, **kwargs)
 
     def task_env(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
         """Environment for tasks on this network: ``COURSE_NETWORK`` (see :func:`cluster_link_bytes`)."""
@@ -1074,7 +1081,7 @@ class Gate:
 # --------------------------------------------------------------------------------------------
 # Fallback: the same API on loopback
 # --------------------------------------------------------------------------------------------
-class LoopbackNetwork:
+class LoopbackNetwork(_RunsOnHosts):
     """Every host on 127.0.0.1, nothing shaped, nothing counted per host: the fallback.
 
     Same methods as :class:`VirtualNetwork`; :meth:`set_link`/:meth:`cut` only record what
@@ -1136,15 +1143,6 @@ class LoopbackNetwork:
     def command(self, host: str, argv: Sequence[str] = ()) -> list[str]:
         self.address(host)
         return [*map(str, argv)]
-
-    def popen(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
-        return subprocess.Popen(self.command(host, argv), **kwargs)
-
-    def run(
-        self, host: str, argv: Sequence[str], *, timeout: float = 60, **kwargs: Any
-    ) -> subprocess.CompletedProcess[str]:
-        kwargs.setdefault("capture_output", True)
-        return subprocess.run(self.command(host, argv), text=True, timeout=timeout, **kwargs)
 
     def task_env(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
         return {}

@@ -75,6 +75,10 @@ class LeastSquares:
             X, y = X[rows], y[rows]
         return X.T @ (X @ w - y) / X.shape[0]
 
+    def full_gradient(self, w: np.ndarray) -> np.ndarray:
+        """Gradient of the loss on all the data (the average of the workers' shard gradients)."""
+        return self.X.T @ (self.X @ w - self.y) / self.X.shape[0]
+
     def smoothness(self) -> float:
         """Largest eigenvalue ``L`` of ``XᵀX/m``: gradient descent is stable for lr < 2/L."""
         return float(np.linalg.eigvalsh(self.X.T @ self.X / self.X.shape[0]).max())
@@ -226,6 +230,8 @@ def simulate_async_sgd(
     until: float,
     batch_size: int | None = None,
     seed: int = 0,
+    data: str = "shard",
+    stale: bool = True,
 ) -> SGDTrace:
     """Asynchronous SGD until simulated time ``until``: nobody waits for anybody.
 
@@ -233,8 +239,17 @@ def simulate_async_sgd(
     :meth:`WorkerTimes.duration` says, and applies it with step ``lr`` to the weights *as they
     are then*. The staleness of an update is the number of updates applied by others in
     between. Events at the same instant are applied in worker order. Used in notebook 01.
+
+    Controls for notebook 01's fair comparison: ``data="all"`` makes every gradient one of the
+    *whole* data set (as a synchronous step's average is), instead of the worker's shard;
+    ``stale=False`` computes each gradient at the weights as they are when it is applied
+    (same workers, same timing, same order, staleness 0).
     """
     _check_run(problem, times, lr, batch_size)
+    if data not in ("shard", "all"):
+        raise ValueError(f"data must be 'shard' or 'all', got {data!r}")
+    if data == "all" and batch_size is not None:
+        raise ValueError("batch_size applies to shards only (data='shard')")
     if not until > 0:
         raise ValueError(f"until must be > 0 simulated seconds, got {until!r}")
     rng = np.random.default_rng(seed)
@@ -248,7 +263,10 @@ def simulate_async_sgd(
     out_t, out_loss, out_stale, events = [], [], [], []
     while queue and queue[0][0] <= until:
         end, i, k, start, read_version, w_read = heapq.heappop(queue)
-        w = w - lr * problem.gradient(w_read, i, _rows(rng, problem, batch_size))
+        if not stale:
+            w_read, read_version = w, version
+        g = problem.full_gradient(w_read) if data == "all" else problem.gradient(w_read, i, _rows(rng, problem, batch_size))
+        w = w - lr * g
         out_stale.append(version - read_version)
         version += 1
         out_t.append(end)

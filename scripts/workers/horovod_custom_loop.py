@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         checkpoint_writes=writes.written,
         seconds=time.perf_counter() - start,
         devices=[d.name for d in tf.config.list_logical_devices()],
+        intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
     )
     report.save(args.out / "ranks", weights)
     print(
