@@ -9,7 +9,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
 TB_PORT   ?= 6006
 
-.PHONY: venv lab test test-unit test-notebooks test-horovod run format lint horovod bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-horovod run slides book format lint horovod bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -40,13 +40,25 @@ horovod: venv
 run: venv
 	@bash tools/run_full.sh
 
-# Strip outputs and normalise notebook metadata (the hygiene test checks the same).
+# Slideshows (reveal.js) and a static site of the course, from the executed notebooks of
+# `make run` in build/ (from notebooks/ without outputs if there are none): build/slides/,
+# build/site/index.html. tools/check_site.sh screenshots both with headless Chromium.
+slides: venv
+	$(PY) tools/build_site.py slides
+
+book: venv
+	$(PY) tools/build_site.py all
+
+# Strip outputs and normalise notebook metadata, give cells their slide types
+# (the hygiene test checks the same).
 format: venv
 	$(PY) tools/nbclean.py $(NOTEBOOKS)
+	$(PY) tools/slidemeta.py $(NOTEBOOKS)
 	$(PY) -m ruff check --fix utils tests scripts benchmarks tools notebooks
 
 lint: venv
 	$(PY) tools/nbclean.py --check $(NOTEBOOKS)
+	$(PY) tools/slidemeta.py --check $(NOTEBOOKS)
 	$(PY) -m ruff check utils tests scripts benchmarks tools notebooks
 
 bench: venv

@@ -26,7 +26,10 @@ is the **global** batch; each replica gets ``batch / replicas``. Checkpoints
 ``--checkpoint-every`` steps; running the same command again resumes from the latest one
 (model, optimizer and step). A tqdm bar shows progress on the chief. The chief writes
 ``results.json`` (the numbers of notebook 06's results table), ``history.json``,
-``labels.json`` and ``model.keras`` into the checkpoint directory.
+``labels.json`` and ``model.keras`` into the checkpoint directory. Under
+MultiWorkerMirroredStrategy every worker writes checkpoints and saves the model, as
+TensorFlow's multi-worker tutorials say (saving can involve collective ops): the other
+workers into a scratch folder ``.workers/<task>`` that they delete when done.
 
 Used by notebook 06 (also for its multi-worker part, through ``utils.cluster``).
 """
@@ -253,10 +256,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
     # -- checkpoints: the chief writes to --checkpoint-dir, other workers to a scratch dir
+    # (deleted at the end), as TensorFlow's multi-worker tutorials do
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
     ckpt_dir = Path(args.checkpoint_dir).resolve() if args.checkpoint_dir else None
     manager = None
-    scratch = None
+    scratch = write_dir = None
     start_step = 0
     if ckpt_dir is not None:
         write_dir = ckpt_dir if is_chief else ckpt_dir / ".workers" / f"{task_type}_{task_id}"
@@ -375,6 +379,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             if is_chief and ckpt_dir is not None:
                 (ckpt_dir / "history.json").write_text(json.dumps(history, indent=1) + "\n")
         final = history[-1] if history and history[-1]["step"] == step else {"step": step, **evaluate()}
+        # The whole model: EVERY worker saves, as in TensorFlow's multi-worker tutorials (saving
+        # can involve collective ops, which wait for all workers); the chief into --checkpoint-dir,
+        # the others into their scratch folder, deleted below.
+        model_path = model_bytes = None
+        if ckpt_dir is not None:
+            write_dir.mkdir(parents=True, exist_ok=True)
+            model_path = write_dir / "model.keras"
+            model.save(model_path)
+            model_bytes = model_path.stat().st_size
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -411,10 +424,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         # checksums that let a multi-worker run show every worker holds the same model
         "trainable_sum": abs_sum(model.trainable_weights),
         "non_trainable_sum": abs_sum(model.non_trainable_weights),
+        "model_saved_to": str(model_path) if model_path else None,  # a non-chief's path is deleted by now
+        "model_bytes": model_bytes,
         "history": history,
     }
-    if is_chief and ckpt_dir is not None:
-        model.save(ckpt_dir / "model.keras")
     if args.predict and is_chief:
         results["submission"] = predict_submission(args, model, labels, encoding)
     results_path = Path(args.results) if args.results else (ckpt_dir / "results.json" if ckpt_dir else None)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tools.nbclean import KERNELS, needs_cleaning
+from tools.slidemeta import heading_level, missing
 from utils import config
 
 ROOT = config.PROJECT_ROOT
@@ -71,11 +72,23 @@ def test_notebook_is_clean(path: Path) -> None:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [], f"{path.name} cell {index} has outputs"
             assert cell["execution_count"] is None, f"{path.name} cell {index} has an execution count"
-        assert set(cell.get("metadata", {})) <= {"tags"}, f"{path.name} cell {index}: metadata"
+        assert set(cell.get("metadata", {})) <= {"tags", "slideshow"}, f"{path.name} cell {index}: metadata"
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: notebook metadata"
     kernel = "horovod" if path.name.startswith("07_") else "python3"
     assert nb["metadata"]["kernelspec"] == KERNELS[kernel], f"{path.name}: kernelspec must be {kernel}"
     assert not needs_cleaning(path), f"{path.name}: run `make format`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_a_slideshow(path: Path) -> None:
+    """Every cell has a slide type (`make format`), every H1/H2 heading starts a slide."""
+    nb = load(path)
+    assert not missing(nb), f"{path.name}: cells {missing(nb)[:5]} have no slide type: run `make format`"
+    types = [c["metadata"]["slideshow"]["slide_type"] for c in nb["cells"]]
+    for index, cell in enumerate(nb["cells"]):
+        if heading_level(cell) in (1, 2) and "## Setup" not in "".join(cell["source"]):
+            assert types[index] == "slide", f"{path.name} cell {index}: a heading that does not start a slide"
+    assert types.count("slide") >= 4, f"{path.name}: fewer than 4 slides"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -96,6 +109,8 @@ def test_notebook_shape(path: Path) -> None:
     assert config.source_url(path.name) in markdown, f"{path.name}: View-source link missing or wrong"
     for heading in ("## Overview", "## Setup", "## Summary", "## Exercises"):
         assert heading in markdown, f"{path.name}: no '{heading}' section"
+    overview = next(("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Overview")), "")
+    assert "**Lecture slot:** ~" in overview, f"{path.name}: the Overview says no lecture slot (README, Lecturing)"
     setup_cells = [c for c in code_cells(nb) if "course = utils.setup(" in "".join(c["source"])]
     assert len(setup_cells) == 1, f"{path.name}: needs exactly one setup cell `course = utils.setup(...)`"
     source = "".join(setup_cells[0]["source"])

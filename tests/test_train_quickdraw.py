@@ -138,3 +138,9 @@ def test_two_workers(tiny_data: Path, tmp_path: Path) -> None:
     assert chief["trainable_sum"] == pytest.approx(other["trainable_sum"], rel=1e-6)
     assert chief["map3"] == pytest.approx(other["map3"])  # metrics are summed over workers
     assert not (tmp_path / "mw" / ".workers").exists()
+    # every worker saved the model (TensorFlow's multi-worker tutorial): the chief into the
+    # checkpoint folder, the other into its scratch folder, deleted since
+    assert Path(chief["model_saved_to"]) == (tmp_path / "mw" / "model.keras").resolve()
+    assert Path(chief["model_saved_to"]).is_file() and chief["model_bytes"] > 0
+    assert ".workers" in Path(other["model_saved_to"]).parts and other["model_bytes"] > 0
+    assert not Path(other["model_saved_to"]).exists()

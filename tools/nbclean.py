@@ -1,5 +1,8 @@
 """Keep notebooks in git clean: no outputs, no execution counts, whitelisted metadata.
 
+Cell metadata kept: ``tags`` and ``slideshow.slide_type`` (the slide types of
+tools/slidemeta.py, which ``make format`` runs next); everything else goes.
+
 ``python tools/nbclean.py [--check] NB...``: ``make format`` rewrites notebooks with
 :func:`clean_notebook`; ``make lint`` (``--check``) and the hygiene test check that doing so
 would change nothing (exit code 1 and the list of notebooks that need it). Project tooling,
@@ -18,7 +21,8 @@ KERNELS = {
     "python3": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
     "horovod": {"name": "horovod", "display_name": "Python (horovod)", "language": "python"},
 }
-ALLOWED_CELL_METADATA = {"tags"}
+ALLOWED_CELL_METADATA = {"tags", "slideshow"}
+SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 
 
 def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
@@ -32,6 +36,12 @@ def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
         metadata = {k: v for k, v in cell.get("metadata", {}).items() if k in ALLOWED_CELL_METADATA}
         if not metadata.get("tags", True):
             metadata.pop("tags")
+        if "slideshow" in metadata:
+            slide_type = (metadata["slideshow"] or {}).get("slide_type")
+            if slide_type in SLIDE_TYPES:
+                metadata["slideshow"] = {"slide_type": slide_type}
+            else:
+                metadata.pop("slideshow")
         cell["metadata"] = metadata
         if cell.get("cell_type") == "code":
             cell["outputs"] = []

@@ -1,0 +1,143 @@
+"""Slide types (tools/slidemeta.py) and the slides/site build (tools/build_site.py), on a tiny
+executed notebook made here: fast, no Chromium (tools/check_site.sh does the screenshots)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tools.nbclean import KERNELS, clean_notebook
+from tools.slidemeta import add_slide_metadata, missing, slide_type
+
+
+def md(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def code(text: str, outputs: list | None = None) -> dict:
+    return {
+        "cell_type": "code",
+        "metadata": {},
+        "source": text,
+        "outputs": outputs or [],
+        "execution_count": None,
+    }
+
+
+def tiny_notebook() -> dict:
+    cells = [
+        md("# 3 · Tiny (小)\n\nbadges"),
+        md("## Overview\n\nA tiny chapter about adding numbers.\n\n**Lecture slot:** ~5 min (core: §1)."),
+        md("## Setup"),
+        code("import utils\ncourse = utils.setup(chapter=3)"),
+        md("## 1 · Adding (加法)\n\nTwo and two."),
+        code(
+            "2 + 2",
+            [
+                {
+                    "output_type": "execute_result",
+                    "data": {"text/plain": "4"},
+                    "metadata": {},
+                    "execution_count": 1,
+                }
+            ],
+        ),
+        md("It is four."),
+        md("### A detail"),
+        code("\n".join(f"x{i} = {i}" for i in range(20))),
+        md("## Summary\n\nDone."),
+    ]
+    for index, cell in enumerate(cells):
+        cell["id"] = f"cell-{index}"
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": dict(KERNELS["python3"])},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def test_slide_types_follow_the_rules() -> None:
+    nb = tiny_notebook()
+    types = [slide_type(nb["cells"], i) for i in range(len(nb["cells"]))]
+    expected = ["slide", "slide", "skip", "skip", "slide", "fragment", "subslide", "subslide", "-", "slide"]
+    assert types == expected
+
+
+def test_slide_metadata_is_idempotent_keeps_manual_types_and_survives_cleaning() -> None:
+    nb = tiny_notebook()
+    assert missing(nb) == list(range(len(nb["cells"])))
+    nb["cells"][6]["metadata"] = {"slideshow": {"slide_type": "notes"}}  # set by hand in RISE
+    once = add_slide_metadata(nb)
+    assert missing(once) == [] and add_slide_metadata(once) == once
+    assert once["cells"][6]["metadata"]["slideshow"] == {"slide_type": "notes"}
+    assert add_slide_metadata(nb, reset=True)["cells"][6]["metadata"]["slideshow"] == {
+        "slide_type": "subslide"
+    }
+    cleaned = clean_notebook(once)  # nbclean keeps slideshow.slide_type, drops the rest
+    assert [c["metadata"] for c in cleaned["cells"]] == [c["metadata"] for c in once["cells"]]
+    once["cells"][0]["metadata"]["slideshow"]["extra"] = 1
+    once["cells"][1]["metadata"]["slideshow"] = {"slide_type": "bogus"}
+    cleaned = clean_notebook(once)
+    assert cleaned["cells"][0]["metadata"] == {"slideshow": {"slide_type": "slide"}}
+    assert cleaned["cells"][1]["metadata"] == {}
+
+
+def test_slides_and_site_build_from_an_executed_notebook(tmp_path: Path) -> None:
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed: the slides/site build cannot run")
+    from tools import build_site
+
+    source = tmp_path / "executed"
+    source.mkdir()
+    nb = add_slide_metadata(tiny_notebook())
+    (source / "03_tiny.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    notebooks = build_site.find_notebooks(source)
+    assert [p.name for p in notebooks] == ["03_tiny.ipynb"]
+
+    out = tmp_path / "build"
+    (slides,) = build_site.build_slides(notebooks, out / "slides")
+    text = slides.read_text(encoding="utf-8")
+    assert slides.name == "03_tiny.slides.html" and "Reveal.initialize" in text
+    # one <section> per slide, nested for subslides: 4 slides (title, overview, §1, summary)
+    top = re.findall(r"<section>\s*<section>", text)
+    assert len(top) == 4, len(top)
+    assert not re.search(r"utils.*setup", text)  # the setup cell is skipped
+    assert "It is four." in text and re.search(r"x19.*=.*19", text)
+
+    index = build_site.build_book(notebooks, out / "site", out / "slides")
+    page = (out / "site" / "03_tiny.html").read_text(encoding="utf-8")
+    assert re.search(r"utils.*setup", page) and "<pre>4</pre>" in page  # the page has code and outputs
+    home = index.read_text(encoding="utf-8")
+    assert 'href="03_tiny.html"' in home and 'href="../slides/03_tiny.slides.html"' in home
+    assert "3 · Tiny (小)" in home and "A tiny chapter about adding numbers." in home
+    assert (
+        "<strong>Lecture slot:</strong> ~5 min (core: §1)." in home
+        and "1 of 1 executed with full settings" in home
+    )
+
+
+def test_notebooks_without_an_executed_copy_come_from_notebooks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools import build_site
+
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "build").mkdir()
+    for name in ("03_tiny.ipynb", "04_other.ipynb"):
+        (root / "notebooks" / name).write_text(json.dumps(tiny_notebook()), encoding="utf-8")
+    monkeypatch.setattr(build_site, "ROOT", root)
+    assert build_site.find_notebooks() == [
+        root / "notebooks" / "03_tiny.ipynb",
+        root / "notebooks" / "04_other.ipynb",
+    ]
+    assert "no executed notebooks" in capsys.readouterr().out
+    (root / "build" / "03_tiny.ipynb").write_text(json.dumps(tiny_notebook()), encoding="utf-8")  # `make run`
+    assert build_site.find_notebooks() == [
+        root / "build" / "03_tiny.ipynb",
+        root / "notebooks" / "04_other.ipynb",
+    ]
+    assert "no executed copy of 04_other" in capsys.readouterr().out

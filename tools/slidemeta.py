@@ -1,0 +1,126 @@
+"""Give every notebook cell a slide type, so each notebook can be shown as a slideshow.
+
+``python tools/slidemeta.py [--check] [--reset] NB...``: ``make format`` fills in
+``metadata.slideshow.slide_type`` where a cell has none (a type a lecturer set by hand in
+JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all of them);
+``make lint`` and the hygiene test (``--check``) fail when a cell has none. The rules
+(:func:`slide_type`), deterministic and idempotent:
+
+* a Markdown cell with an H1 or H2 heading starts a **slide**; H3 and deeper a **subslide**;
+* the setup section (its ``## Setup`` heading cell and the setup code cell) is **skip**: plumbing;
+* other Markdown: a **subslide** when it follows code (a new step of the story), else it
+  continues the slide (``-``);
+* a code cell right after its explanation stays on that slide: a **fragment** (it appears on
+  the next key press) when short, else it simply continues the slide (``-``; the slides
+  scroll); a code cell after another code cell starts a **subslide**.
+
+``jupyter nbconvert --to slides`` (``make slides``) and RISE read these. Project tooling, not
+used inside notebooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python tools/slidemeta.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.nbclean import SLIDE_TYPES, dumps  # noqa: E402  (one list of types, one serialisation)
+
+SHORT_CODE_LINES = 12
+_HEADING = re.compile(r"^(#{1,6})\s", re.M)
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def heading_level(cell: dict[str, Any]) -> int:
+    """Level of the first line's Markdown heading (0 when the cell does not start with one)."""
+    if cell.get("cell_type") != "markdown":
+        return 0
+    first = _source(cell).lstrip("\n").split("\n", 1)[0]
+    match = _HEADING.match(first)
+    return len(match.group(1)) if match else 0
+
+
+def is_setup(cell: dict[str, Any]) -> bool:
+    """The setup code cell (``course = utils.setup(...)``) or the ``## Setup`` heading."""
+    source = _source(cell)
+    if cell.get("cell_type") == "code":
+        return "utils.setup(" in source
+    return source.lstrip().split("\n", 1)[0].strip().lower().startswith("## setup")
+
+
+def slide_type(cells: list[dict[str, Any]], index: int) -> str:
+    """The slide type the rules above give cell ``index`` of ``cells``."""
+    cell = cells[index]
+    previous = cells[index - 1] if index else None
+    if is_setup(cell):
+        return "skip"
+    level = heading_level(cell)
+    if level in (1, 2):
+        return "slide"
+    if level >= 3:
+        return "subslide"
+    if cell.get("cell_type") == "markdown":
+        return "subslide" if previous is not None and previous.get("cell_type") == "code" else "-"
+    lines = _source(cell).strip().count("\n") + 1
+    after_text = previous is not None and previous.get("cell_type") == "markdown" and not is_setup(previous)
+    if not after_text:
+        return "subslide"
+    return "fragment" if lines <= SHORT_CODE_LINES else "-"
+
+
+def add_slide_metadata(nb: dict[str, Any], reset: bool = False) -> dict[str, Any]:
+    """Return a copy of ``nb`` where every cell has ``metadata.slideshow.slide_type``."""
+    nb = json.loads(json.dumps(nb))
+    cells = nb.get("cells", [])
+    for index, cell in enumerate(cells):
+        metadata = cell.setdefault("metadata", {})
+        current = metadata.get("slideshow", {}).get("slide_type")
+        if reset or current not in SLIDE_TYPES:
+            metadata["slideshow"] = {"slide_type": slide_type(cells, index)}
+    return nb
+
+
+def missing(nb: dict[str, Any]) -> list[int]:
+    """Indices of the cells without a valid slide type."""
+    return [
+        i
+        for i, c in enumerate(nb.get("cells", []))
+        if c.get("metadata", {}).get("slideshow", {}).get("slide_type") not in SLIDE_TYPES
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Add slide types to notebook cells.")
+    parser.add_argument("--check", action="store_true", help="report cells without one, do not write")
+    parser.add_argument("--reset", action="store_true", help="recompute every cell's slide type")
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    bad = []
+    for path in args.notebooks:
+        text = path.read_text(encoding="utf-8")
+        nb = json.loads(text)
+        if args.check:
+            if missing(nb):
+                bad.append(f"{path} (cells {missing(nb)[:5]})")
+            continue
+        new = dumps(add_slide_metadata(nb, reset=args.reset))
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"slide types set in {path}")
+    if bad:
+        print("cells without a slide type (run `make format`): " + ", ".join(bad))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
