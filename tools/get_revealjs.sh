@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Put reveal.js (and the require.js and jQuery that nbconvert's slides template loads it with,
-# and MathJax 2.7.7 for the formulas: its CommonHTML output, 12 MB) into build/reveal.js, so the
+# and MathJax 2.7.7 for the formulas: its CommonHTML output and the fast preview it shows first,
+# without which every formula showed twice; 12 MB) into build/reveal.js, so the
 # slideshows of `make slides` and the pages of `make book` work offline; without them they load
 # all of these from CDNs. From the npm registry with npm's own client; reveal.js 4.0.2 and
 # require.js 2.1.10 are the versions nbconvert's slides template names (jQuery 2.0.3, which it
@@ -27,5 +28,5 @@ tar -xzf "$TMP/jquery-2.2.4.tgz" -C "$TMP/x" package/dist/jquery.min.js
 cp "$TMP/x/package/require.js" "$TMP/x/package/dist/jquery.min.js" "$DEST/vendor/"
 tar -xzf "$TMP/mathjax-2.7.7.tgz" -C "$DEST/vendor/mathjax" --strip-components=1 package/MathJax.js \
     package/config package/extensions package/jax/input/TeX package/jax/output/CommonHTML \
-    package/jax/element package/fonts/HTML-CSS/TeX/woff
+    package/jax/output/PreviewHTML package/jax/element package/fonts/HTML-CSS/TeX/woff
 echo "get_revealjs: reveal.js 4.0.2, require.js 2.1.10, jQuery 2.2.4 and MathJax 2.7.7 in $DEST"
