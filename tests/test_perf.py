@@ -120,3 +120,19 @@ def test_tf_data_service_serves_and_stops() -> None:
         assert port in listening()
     after = listening()
     assert port not in after and after == before  # the dispatcher and the worker were stopped
+
+
+def test_tf_data_service_stops_when_the_cell_is_interrupted() -> None:
+    """Jupyter's stop button raises KeyboardInterrupt inside the block: the servers still stop."""
+
+    def listening() -> set[int]:
+        return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+
+    before = listening()
+    with pytest.raises(KeyboardInterrupt):
+        with perf.tf_data_service(workers=2) as target:
+            port = int(target.rsplit(":", 1)[1])
+            assert port in listening()
+            raise KeyboardInterrupt  # what an interrupted cell raises here
+    after = listening()
+    assert port not in after and after == before
