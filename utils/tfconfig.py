@@ -112,11 +112,16 @@ def build_cluster_spec(
     for single in ("chief", "evaluator"):
         if len(groups[single]) > 1:
             raise ValueError(f"a cluster has at most one {single}, got {groups[single]}")
+    return _distinct_addresses({t: entries for t, entries in groups.items() if entries}, default_port)
+
+
+def _distinct_addresses(
+    cluster: Mapping[str, Sequence[str]], default_port: int | None = None
+) -> dict[str, list[str]]:
+    """The cluster's entries as ``host:port``; ``ValueError`` if an address is used twice."""
     spec: dict[str, list[str]] = {}
     seen: dict[str, str] = {}
-    for task_type, entries in groups.items():
-        if not entries:
-            continue
+    for task_type, entries in cluster.items():
         addresses = []
         for i, entry in enumerate(entries):
             address = _format_address(*parse_address(entry, default_port))
@@ -226,16 +231,7 @@ def check_tf_configs(texts: Sequence[str]) -> dict[str, list[str]]:
                 f"TF_CONFIG {n} ({task_type}:{index}) has a different cluster than TF_CONFIG 0: "
                 f"{other} vs {cluster}; every task must get the same lists in the same order"
             )
-    seen: dict[str, str] = {}
-    for task_type, hosts in cluster.items():
-        for i, entry in enumerate(hosts):
-            address = _format_address(*parse_address(entry))
-            if address in seen:
-                raise ValueError(
-                    f"address {address} is used twice ({seen[address]} and {task_type}:{i}); "
-                    "tasks on the same machine need different ports"
-                )
-            seen[address] = f"{task_type}:{i}"
+    _distinct_addresses(cluster)
     claimed: dict[str, int] = {}
     for task_type, index, n in ((t, i, n) for n, (_, t, i) in enumerate(parsed)):
         name = f"{task_type}:{index}"
