@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from utils.timing import benchmark
+
 # ------------------------------------------------------------------------------------
 # Is training input-bound? (notebooks 06 and 08)
 # ------------------------------------------------------------------------------------
@@ -61,12 +63,8 @@ class InputBoundReport:
 
 
 def _rate(fn: Callable[[], Any], n: int, warmup: int) -> float:
-    for _ in range(warmup):
-        fn()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return n / (time.perf_counter() - start)
+    """Calls per second over ``n`` timed calls after ``warmup`` untimed ones."""
+    return n / sum(benchmark(fn, warmup=warmup, repeats=n).times)
 
 
 def check_input_bound(
@@ -117,9 +115,7 @@ def side_by_side(
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = clock()
-            fn()
-            times[name].append(clock() - start)
+            times[name] += benchmark(fn, warmup=0, repeats=1, clock=clock).times
     return times
 
 
