@@ -31,13 +31,17 @@ def cell_starting(cells: list[str], start: str) -> str:
     return hits[0]
 
 
-def run(client, code: str, timeout: float = 300) -> dict:
-    """Execute ``code``; return the execute_reply content (status ok/error, ename)."""
-    msg_id = client.execute(code)
+def reply_to(client, msg_id: str, timeout: float = 300) -> dict:
+    """The execute_reply content (status ok/error, ename) of the request ``msg_id``."""
     reply = client.get_shell_msg(timeout=timeout)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = client.get_shell_msg(timeout=timeout)
     return reply["content"]
+
+
+def run(client, code: str, timeout: float = 300) -> dict:
+    """Execute ``code``; return its execute_reply content."""
+    return reply_to(client, client.execute(code), timeout)
 
 
 def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
@@ -60,10 +64,8 @@ def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
         workers = kernel.children(recursive=True)
         time.sleep(3)
         manager.interrupt_kernel()
-        reply = client.get_shell_msg(timeout=120)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = client.get_shell_msg(timeout=120)
-        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
+        reply = reply_to(client, msg_id, timeout=120)
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
         _, alive = psutil.wait_procs(workers, timeout=10)
         assert alive == [], f"still running after the interrupt: {alive}"
         result = run(client, final_check)

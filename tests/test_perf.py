@@ -104,35 +104,33 @@ def test_read_trace_without_a_profile_says_so(tmp_path) -> None:
         perf.read_trace(tmp_path)
 
 
+def _listening_ports() -> set[int]:
+    return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+
+
 def test_tf_data_service_serves_and_stops() -> None:
     import tensorflow as tf
 
-    def listening() -> set[int]:
-        return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
-
-    before = listening()
+    before = _listening_ports()
     with perf.tf_data_service(workers=1) as target:
         port = int(target.rsplit(":", 1)[1])
         ds = tf.data.Dataset.range(10).apply(
             tf.data.experimental.service.distribute("distributed_epoch", target)
         )
         assert sorted(int(v) for v in ds) == list(range(10))
-        assert port in listening()
-    after = listening()
+        assert port in _listening_ports()
+    after = _listening_ports()
     assert port not in after and after == before  # the dispatcher and the worker were stopped
 
 
 def test_tf_data_service_stops_when_the_cell_is_interrupted() -> None:
     """Jupyter's stop button raises KeyboardInterrupt inside the block: the servers still stop."""
 
-    def listening() -> set[int]:
-        return {c.laddr.port for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
-
-    before = listening()
+    before = _listening_ports()
     with pytest.raises(KeyboardInterrupt):
         with perf.tf_data_service(workers=2) as target:
             port = int(target.rsplit(":", 1)[1])
-            assert port in listening()
+            assert port in _listening_ports()
             raise KeyboardInterrupt  # what an interrupted cell raises here
-    after = listening()
+    after = _listening_ports()
     assert port not in after and after == before
