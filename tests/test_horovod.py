@@ -78,6 +78,21 @@ def test_parse_rank_lines() -> None:
     assert other == ["launcher says hello"]
 
 
+def test_enqueued_tensors() -> None:
+    log = "[2026-11-23 23:36:50.1: T /b/horovod/common/operations.cc:1539]"  # Horovod ends each line with "; "
+    text = "\n".join([
+        f"[0]<stdout>:{log} [0]: Enqueued gradient; ",
+        f"[1]<stdout>:{log} [1]: Enqueued gradient; ",
+        f"[1]<stdout>:{log} [1]: Enqueued a; b; ",
+        f"[0]<stdout>:{log} [0]: Enqueued tensors for Allgather: g; ",
+        f"[0]<stdout>:{log} [0]: Sent 1 messages to coordinator.",
+        "[1]<stdout>:Enqueued by the script itself, not Horovod",
+    ])
+    lines, _ = horovod.parse_rank_lines(text)
+    assert horovod.enqueued_tensors(lines) == {0: ["gradient", "g"], 1: ["gradient", "a", "b"]}
+    assert horovod.enqueued_tensors([]) == {}
+
+
 def test_parse_check_build() -> None:
     text = textwrap.dedent(
         """\
@@ -313,6 +328,31 @@ def test_rank_report_round_trip(tmp_path: Path) -> None:
         horovod_job.load_reports(tmp_path / "empty")
 
 
+_WATCHED = """
+import sys, time
+from utils.horovod_job import watchdog
+with watchdog(float(sys.argv[1]), "the test block", grace=0.2, exit_code=7):
+    time.sleep(float(sys.argv[2]))
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("patience", "sleep", "code", "said"), [(0.3, 30, 7, True), (30, 0.05, 0, False)])
+def test_watchdog_ends_a_block_that_waits_too_long(patience: float, sleep: float, code: int, said: bool) -> None:
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", _WATCHED, str(patience), str(sleep)], cwd=ROOT,
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == code, result.stderr[-1000:]
+    assert ("still waiting in the test block after 0.3 s" in result.stdout) is said
+    assert ("finished" in result.stdout) is not said
+    assert time.perf_counter() - start < 20  # ended by the watchdog, not by the 30 s sleep
+    with pytest.raises(ValueError):
+        with horovod_job.watchdog(0, "nothing"):
+            pass
+
+
 # --- the set-up script, the requirements, the notebook ---------------------------------------
 
 
@@ -394,6 +434,20 @@ def test_script_runs_as_a_single_rank(script: str, tmp_path: Path) -> None:
     (report,) = horovod_job.load_reports(tmp_path / "ranks")
     assert report["size"] == 1 and report["steps_per_epoch"] == 4
     assert report["checkpoint_writes"] and len(report["epochs"]) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.horovod_env
+@pytest.mark.skipif(not HOROVOD_STAMP.exists(), reason="Horovod environment not built (make horovod)")
+def test_stall_script_runs_as_a_single_rank() -> None:
+    """One rank has the whole shard: nothing to wait for, so it finishes (notebook 07 runs two)."""
+    result = subprocess.run(
+        [str(HOROVOD_PYTHON), "scripts/workers/horovod_stall.py", "--examples", "5", "--patience", "60"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "rank 0/1: 5 steps, epoch loss" in result.stdout and "still waiting" not in result.stdout
 
 
 def test_script_options_are_shared() -> None:

@@ -34,6 +34,9 @@ MARKER_VAR = "COURSE_HOROVOD_RUN"
 # horovodrun with Gloo prefixes each line with the rank and the stream; with
 # --prefix-output-with-timestamp a date comes first: "Mon Nov 22 04:21:19 2026[0]<stdout>:x".
 _RANK_LINE = re.compile(r"^(?P<time>[^\[]*)\[(?P<rank>\d+)(?:,\d+)?\]<(?P<stream>stdout|stderr)>:(?P<text>.*)$")
+# Horovod's own log at HOROVOD_LOG_LEVEL=trace names every tensor a rank submits:
+# "[2026-11-23 23:35:29.592804: T .../operations.cc:1539] [1]: Enqueued epoch_loss; ".
+_ENQUEUED = re.compile(r"\]: Enqueued (?:tensors for \w+: )?(?P<names>.*)$")
 _CHECK_LINE = re.compile(r"^\s*\[(?P<mark>[ X])\]\s+(?P<name>\S.*?)\s*$")
 
 
@@ -303,6 +306,23 @@ def run_horovod(
         lines=lines,
         launcher_lines=other,
     )
+
+
+def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
+    """The tensors each rank submitted to Horovod, in order, from its ``HOROVOD_LOG_LEVEL=trace`` log.
+
+    Horovod logs ``[r]: Enqueued <name>; `` for every collective a rank submits (all-reduce,
+    broadcast, …); ranks must submit the same names for the collectives to run. Returns
+    ``{rank: [name, …]}`` for the ranks that submitted any. Used in notebook 07 ("a rank that
+    stalls").
+    """
+    found: dict[int, list[str]] = {}
+    for line in lines:
+        match = _ENQUEUED.search(line.text)
+        if match:
+            names = [n.strip() for n in match["names"].split(";") if n.strip()]
+            found.setdefault(line.rank, []).extend(names)
+    return found
 
 
 def parse_check_build(output: str) -> dict[str, bool]:
