@@ -35,13 +35,10 @@ from utils import quickdraw as qd  # noqa: E402
 from utils.metrics import map_at_k, top_k_accuracy  # noqa: E402
 
 
-def builtin_arrays(
-    path: Path, split: str, per_class: int | None, size: int, encoding: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """One split of the built-in set, rendered once: uint8 images, int32 labels."""
+def builtin_strokes(path: Path, split: str, per_class: int | None) -> tuple[list, np.ndarray]:
+    """One split of the built-in set: the drawings' strokes and int32 labels."""
     rows = list(qd.iter_examples(path, split=split, limit_per_class=per_class))
-    images = qd.render_batch([s for s, _, _ in rows], size, encoding=encoding)
-    return images, np.array([label for _, label, _ in rows], np.int32)
+    return [s for s, _, _ in rows], np.array([label for _, label, _ in rows], np.int32)
 
 
 def bitmap_holdout(sample: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -71,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rotation", type=float, default=0.0, help="augmentation: max rotation, degrees")
+    p.add_argument("--shear", type=float, default=0.0, help="augmentation: max horizontal shear")
+    p.add_argument("--aspect", type=float, default=0.0, help="augmentation: max |log aspect ratio|")
+    p.add_argument("--drop-stroke", type=float, default=0.0, help="augmentation: stroke dropout rate")
+    p.add_argument("--label-smoothing", type=float, default=0.0)
     p.add_argument("--sample", type=Path, default=None, help="folder with Google numpy_bitmap files")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     args = p.parse_args(argv)
@@ -82,8 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     path = qd.ensure_builtin_data(args.variant)
     size, enc = args.image_size, args.encoding
-    x, y = builtin_arrays(path, "train", args.per_class, size, enc)
-    vx, vy = builtin_arrays(path, "val", args.per_class, size, enc)
+    strokes, y = builtin_strokes(path, "train", args.per_class)
+    x = qd.render_batch(strokes, size, encoding=enc)
+    val_strokes, vy = builtin_strokes(path, "val", args.per_class)
+    vx = qd.render_batch(val_strokes, size, encoding=enc)
+    hand = {
+        "rotation": args.rotation,
+        "shear": args.shear,
+        "aspect": args.aspect,
+        "drop_stroke": args.drop_stroke,
+    }
+    augment = any(hand.values())
     rx, ry, names = qd.load_real_test(size, encoding=enc)
     assert names == list(qd.BUILTIN_CLASSES)
     print(f"built-in {args.variant}: {len(x)} training, {len(vx)} validation drawings, {len(names)} classes; "
@@ -94,14 +105,21 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.epochs * (len(x) // args.batch_size)
     schedule = keras.optimizers.schedules.CosineDecay(args.lr / 10, steps, alpha=0.01, warmup_target=args.lr,
                                                       warmup_steps=steps // 20)  # fmt: skip
-    model.compile(keras.optimizers.Adam(schedule), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])  # fmt: skip
+    if args.label_smoothing:  # Keras' label smoothing needs one-hot targets
+        loss = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=args.label_smoothing)
+        targets = np.eye(len(names), dtype=np.float32)[y]
+    else:
+        loss, targets = keras.losses.SparseCategoricalCrossentropy(from_logits=True), y
+    model.compile(keras.optimizers.Adam(schedule), loss)
     scale = np.float32(1 / 255)
     history = []
     t1 = time.perf_counter()
     for epoch in range(args.epochs):
-        order = np.random.default_rng([args.seed, epoch]).permutation(len(x))
-        fit = model.fit(x[order] * scale, y[order], batch_size=args.batch_size, epochs=1, verbose=0)
+        rng = np.random.default_rng([args.seed, epoch])
+        order = rng.permutation(len(x))
+        if augment:  # a fresh random hand on every training drawing, every epoch
+            x = qd.render_batch(qd.augment_strokes(strokes, rng, **hand), size, encoding=enc)
+        fit = model.fit(x[order] * scale, targets[order], batch_size=args.batch_size, epochs=1, verbose=0)
         val = float(np.mean(model.predict(vx * scale, verbose=0).argmax(1) == vy))
         real = model.predict(rx, verbose=0)
         history.append({"epoch": epoch + 1, "loss": fit.history["loss"][-1], "builtin_val_top1": val,
