@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aspect", type=float, default=0.0, help="augmentation: max |log aspect ratio|")
     p.add_argument("--drop-stroke", type=float, default=0.0, help="augmentation: stroke dropout rate")
     p.add_argument("--label-smoothing", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's decoupled weight decay (0: Adam)")
+    p.add_argument("--ema", action="store_true", help="keep an exponential moving average of the weights")
     p.add_argument("--sample", type=Path, default=None, help="folder with Google numpy_bitmap files")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     args = p.parse_args(argv)
@@ -110,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         targets = np.eye(len(names), dtype=np.float32)[y]
     else:
         loss, targets = keras.losses.SparseCategoricalCrossentropy(from_logits=True), y
-    model.compile(keras.optimizers.Adam(schedule), loss)
+    if args.weight_decay:
+        optimizer = keras.optimizers.AdamW(schedule, weight_decay=args.weight_decay, use_ema=args.ema)
+    else:
+        optimizer = keras.optimizers.Adam(schedule, use_ema=args.ema)
+    model.compile(optimizer, loss)
     scale = np.float32(1 / 255)
     history = []
     t1 = time.perf_counter()

@@ -11,7 +11,8 @@ draws ~25,000 32x32 drawings a second), so the whole training set is redrawn onc
     rng = np.random.default_rng([seed, epoch])
     images = qd.render_batch(qd.augment_strokes(train_strokes, rng), 32)
 
-Used in ``scripts/check_sim_to_real.py`` (``--augment``); notebook 06 can use it the same way.
+Used in ``scripts/check_sim_to_real.py`` (``--rotation`` etc.) and by
+``qd.make_dataset(..., augment=True)`` (notebook 06 can train with it that way).
 NumPy only.
 """
 
@@ -56,7 +57,8 @@ def augment_strokes(
     ±``shear``, aspect ratio ``exp(u)`` with ``u`` uniform in ±``aspect`` (x stretched, y
     squeezed by ``exp(u/2)`` each), then every stroke but one dropped with probability
     ``drop_stroke`` (drawings of one stroke are kept whole), then
-    :func:`normalise_to_frame`. All zeros give the drawings back normalised only.
+    :func:`normalise_to_frame`. All zeros give the drawings back normalised only; an empty
+    drawing stays empty.
     ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame.
     """
     if rotation < 0 or shear < 0 or aspect < 0 or not 0 <= drop_stroke < 1:
@@ -70,8 +72,9 @@ def augment_strokes(
     half = rng.uniform(-aspect, aspect, n) / 2
     out: list[list[np.ndarray]] = []
     for i, strokes in enumerate(drawings):
-        if len(strokes) == 0:
-            raise ValueError(f"drawing {i} has no strokes")
+        if len(strokes) == 0:  # nothing to move (the renderer draws a blank)
+            out.append([])
+            continue
         c, s = np.cos(theta[i]), np.sin(theta[i])
         stretch = np.exp(half[i])
         # rotate(shear(scale(p))): a 2x2 matrix applied to row vectors as p @ m.T
