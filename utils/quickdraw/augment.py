@@ -49,7 +49,7 @@ def augment_strokes(
     rotation: float = 8.0,
     shear: float = 0.15,
     aspect: float = 0.15,
-    drop_stroke: float = 0.0,
+    drop_stroke: float = 0.1,
 ) -> list[list[np.ndarray]]:
     """Each drawing under its own random affine (and stroke dropout), normalised to the frame.
 
@@ -59,7 +59,8 @@ def augment_strokes(
     ``drop_stroke`` (drawings of one stroke are kept whole), then
     :func:`normalise_to_frame`. All zeros give the drawings back normalised only; an empty
     drawing stays empty.
-    ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame.
+    ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame. The
+    defaults are the recipe measured in ``utils/quickdraw/README.md`` (sim-to-real).
     """
     if rotation < 0 or shear < 0 or aspect < 0 or not 0 <= drop_stroke < 1:
         raise ValueError(
