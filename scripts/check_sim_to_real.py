@@ -17,7 +17,7 @@ Training uses the course's sim-to-real recipe: every training drawing redrawn ea
 under a random hand (``qd.augment_strokes``: rotation, shear, aspect, stroke dropout) and
 label smoothing 0.1 (``utils.models.sparse_logits_loss``); ``--plain`` trains without both.
 
-    python scripts/check_sim_to_real.py                    # ~20 min on 2 busy CPU cores (v4: top-1 0.90)
+    python scripts/check_sim_to_real.py                    # 13-20 min on 2 CPU cores (v4: top-1 0.89-0.90)
     python scripts/check_sim_to_real.py --per-class 1000 --epochs 6   # ~6 min (v3: 0.88)
     python scripts/check_sim_to_real.py --plain            # no recipe (v4: 0.89)
 """
