@@ -68,3 +68,30 @@ def test_build_cnn_keras3_and_tf_keras() -> None:
         build_cnn(1)
     with pytest.raises(ValueError):
         build_cnn(3, image_size=8)
+
+
+@pytest.mark.slow
+def test_sparse_logits_loss_smooths_against_a_numpy_computation() -> None:
+    import keras
+    import numpy as np
+
+    from utils.models import sparse_logits_loss
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(6, 4)).astype("float32") * 3
+    labels = np.array([0, 3, 1, 1, 2, 0], "int32")
+    log_p = logits - logits.max(1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(1, keepdims=True))
+    targets = np.eye(4)[labels] * 0.8 + 0.2 / 4
+    want = -(targets * log_p).sum(1)  # per example, by hand
+    per_example = sparse_logits_loss(4, label_smoothing=0.2, reduction="none")(labels, logits)
+    np.testing.assert_allclose(np.asarray(per_example), want, rtol=1e-5)
+    mean = float(sparse_logits_loss(4, label_smoothing=0.2)(labels, logits))
+    assert abs(mean - want.mean()) < 1e-5
+    # no smoothing: Keras' own sparse loss, which is the hand computation with one-hot targets
+    plain = sparse_logits_loss(4)
+    assert isinstance(plain, keras.losses.SparseCategoricalCrossentropy)
+    np.testing.assert_allclose(float(plain(labels, logits)), -log_p[np.arange(6), labels].mean(), rtol=1e-5)
+    assert abs(mean - float(plain(labels, logits))) > 0.01  # smoothing changes the loss
+    with pytest.raises(ValueError, match="label_smoothing"):
+        sparse_logits_loss(4, label_smoothing=1.0)

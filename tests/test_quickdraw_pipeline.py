@@ -146,6 +146,35 @@ def test_make_dataset_options(builtin: Path) -> None:
 
 
 @pytestmark_tf
+def test_make_dataset_augment_redraws_every_pass(builtin: Path) -> None:
+    from utils.quickdraw.pipeline import make_dataset
+
+    args = dict(split="train", image_size=32, batch_size=64, shuffle=False, limit_per_class=10)
+
+    def images_and_labels(ds) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [(x.numpy(), y.numpy()) for x, y in ds]
+        return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
+
+    plain, labels = images_and_labels(make_dataset(builtin, **args))
+    no_hand = dict(rotation=0, shear=0, aspect=0, drop_stroke=0)
+    still, still_labels = images_and_labels(make_dataset(builtin, augment=no_hand, **args))
+    augmented = make_dataset(builtin, augment=True, **args)
+    first, first_labels = images_and_labels(augmented)
+    second, _ = images_and_labels(augmented)
+    assert np.array_equal(labels, still_labels) and np.array_equal(labels, first_labels)
+    # the control: a hand of zeros only re-normalises drawings that were normalised already
+    control = float(np.abs(still - plain).mean())
+    assert control < 0.005, control
+    # a random hand changes the pictures, and a second pass draws them anew
+    assert float(np.abs(first - plain).mean()) > 5 * control + 0.01
+    assert float(np.abs(second - first).mean()) > 5 * control + 0.01
+    with pytest.raises(ValueError, match="bitmaps"):
+        make_dataset(FIX / "google" / "numpy_bitmap", split="all", augment=True)
+    with pytest.raises(TypeError):
+        make_dataset(builtin, augment={"rotate": 5}, **args)  # not a setting of augment_strokes
+
+
+@pytestmark_tf
 def test_make_dataset_bad_rows_and_formats() -> None:
     from utils.quickdraw.pipeline import make_dataset
 

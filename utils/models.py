@@ -108,15 +108,27 @@ def build_model(
         raise ValueError(f"image_size {image_size} is too small for {kind!r}")
     if kind == "compact":
         return build_cnn(
-            num_classes, image_size, channels, filters=(32, 64, 128, 192), dense_units=0, batch_norm=True,
-            global_pool=True, dropout=dropout, bn_momentum=bn_momentum, name=name or "doodle_compact",
+            num_classes,
+            image_size,
+            channels,
+            filters=(32, 64, 128, 192),
+            dense_units=0,
+            batch_norm=True,
+            global_pool=True,
+            dropout=dropout,
+            bn_momentum=bn_momentum,
+            name=name or "doodle_compact",
         )
     import keras
     from keras import layers
 
     inputs = keras.Input((image_size, image_size, channels), name="doodle")
     backbone = keras.applications.MobileNet(
-        input_shape=(image_size, image_size, channels), alpha=alpha, include_top=False, weights=None, pooling="avg"
+        input_shape=(image_size, image_size, channels),
+        alpha=alpha,
+        include_top=False,
+        weights=None,
+        pooling="avg",
     )
     x = backbone(inputs)
     if dropout:
@@ -137,3 +149,35 @@ def _all_layers(model: Any) -> list[Any]:
         if hasattr(layer, "layers"):
             out.extend(_all_layers(layer))
     return out
+
+
+def sparse_logits_loss(
+    num_classes: int, *, label_smoothing: float = 0.0, reduction: str | None = "sum_over_batch_size"
+) -> Any:
+    """Cross-entropy of class **logits** against integer labels, with optional label smoothing.
+
+    Keras' ``SparseCategoricalCrossentropy`` has no ``label_smoothing``; this loss one-hots
+    the labels and smooths them (targets ``(1 - s) * one_hot + s / num_classes``), so the
+    pipelines and sparse metrics stay as they are. ``label_smoothing=0`` returns Keras'
+    ``SparseCategoricalCrossentropy(from_logits=True)``. ``reduction="none"`` gives the
+    per-example losses of a custom loop (``tf.nn.compute_average_loss``).
+    Used in ``scripts/check_sim_to_real.py`` (label smoothing 0.1, issue 19) and notebook 06.
+    """
+    if num_classes < 2:
+        raise ValueError(f"need at least 2 classes, got {num_classes}")
+    if not 0 <= label_smoothing < 1:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+    import keras
+
+    if not label_smoothing:
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)
+
+    class SmoothedSparseCrossentropy(keras.losses.Loss):
+        def call(self, y_true: Any, logits: Any) -> Any:
+            labels = keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32")
+            targets = keras.ops.one_hot(labels, num_classes, dtype=logits.dtype)
+            return keras.losses.categorical_crossentropy(
+                targets, logits, from_logits=True, label_smoothing=label_smoothing
+            )
+
+    return SmoothedSparseCrossentropy(reduction=reduction, name="smoothed_sparse_crossentropy")

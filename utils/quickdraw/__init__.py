@@ -62,6 +62,7 @@ Modules: :mod:`~utils.quickdraw.labels`, :mod:`~utils.quickdraw.formats`,
 ``utils/quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
 """
 
+from utils.quickdraw.augment import augment_strokes, normalise_to_frame
 from utils.quickdraw.formats import (
     Drawing,
     QuickDrawFormatError,
@@ -102,6 +103,8 @@ __all__ = [
     "BUILTIN_CLASSES",
     "KAGGLE_INSTRUCTIONS",
     "Drawing",
+    "augment_strokes",
+    "normalise_to_frame",
     "LabelMap",
     "QuickDrawFormatError",
     "ReadReport",

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from utils.quickdraw.augment import augment_strokes
 from utils.quickdraw.counts import settings_key, split_counts
 from utils.quickdraw.formats import (
     CsvHeader,
@@ -56,7 +57,7 @@ from utils.quickdraw.formats import (
     read_npy_bitmaps,
 )
 from utils.quickdraw.labels import LabelMap, google_name
-from utils.quickdraw.render import channels_of, render_packed_batch
+from utils.quickdraw.render import channels_of, render_batch, render_packed_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -339,6 +340,7 @@ def make_dataset(
     input_context: Any = None,
     with_key_id: bool = False,
     fmt: str | None = None,
+    augment: bool | Mapping[str, float] = False,
 ) -> tf.data.Dataset:
     """A batched ``tf.data.Dataset`` of ``(images, labels)`` from Quick, Draw! data.
 
@@ -354,7 +356,11 @@ def make_dataset(
     handled (see :mod:`utils.quickdraw.formats`); read the report after a full pass (the
     pipeline parses ahead of what was consumed; with ``strict=True`` the error surfaces
     when iterating). ``input_context``: a
-    ``tf.distribute.InputContext`` to shard by hand. Used in notebooks 04, 05, 06, 07.
+    ``tf.distribute.InputContext`` to shard by hand. ``augment``: redraw every drawing
+    under a fresh random hand each time it is read (:func:`utils.quickdraw.augment_strokes`;
+    True: its defaults, or a dict of its keyword arguments) - for the training split of
+    the built-in doodles (issue 19; needs strokes, not bitmaps). Used in notebooks 04, 05,
+    06, 07 and ``scripts/check_sim_to_real.py``.
     """
     import tensorflow as tf
 
@@ -463,7 +469,19 @@ def make_dataset(
     if kind == "tfrecord":  # records were shuffled and batched still serialized
         ds = ds.map(parse_records, num_parallel_calls=autotune, deterministic=deterministic)
 
-    if payload == "strokes":
+    hand = {} if augment is True else dict(augment or {})
+    if augment:
+        if payload != "strokes":
+            raise ValueError("augment redraws strokes: numpy bitmaps carry none")
+        augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
+    if payload == "strokes" and augment:
+        rng = np.random.default_rng(seed)
+
+        def to_images(b: np.ndarray) -> np.ndarray:
+            drawings = augment_strokes([unpack_strokes(d) for d in b], rng, **hand)
+            return render_batch(drawings, image_size, encoding=encoding, layout=layout, line_width=line_width)
+
+    elif payload == "strokes":
 
         def to_images(b: np.ndarray) -> np.ndarray:
             return _render_packed_batch(b, image_size, encoding, layout, line_width)
@@ -476,7 +494,7 @@ def make_dataset(
             return _resize_bitmap_batch(b, image_size, nch)
 
     def render_map(data: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
-        img = tf.numpy_function(to_images, [data], tf.uint8, stateful=False)
+        img = tf.numpy_function(to_images, [data], tf.uint8, stateful=bool(augment))
         img = tf.cast(img, tf.float32) * (1.0 / 255.0)
         img = tf.ensure_shape(img, [None, image_size, image_size, nch])
         if drop_remainder:

@@ -10,7 +10,8 @@ are proportioned and where people start. The strokes are ideal paths; the hand
 The class list and the variants were chosen by looking at the first 25 real drawings of
 each class (``data/real/``, CC BY 4.0 Google): stroke counts, aspect ratios and the
 common ways of drawing each object; generator v3 was tuned on aggregate statistics of
-all 25 (width/height quartiles, class-mean images) and by looking at drawings 1-12 only.
+all 25 (width/height quartiles, class-mean images) and by looking at drawings 1-12 only;
+v4 (wider, thicker moons; wider ladders with fewer rungs) by looking at drawings 1-12 only.
 ``scripts/check_sim_to_real.py`` measures how well a model trained only on these doodles
 does on those real drawings (and on 13-25 alone).
 NumPy only (also runs under NumPy 1.23 for notebook 07). Used through
@@ -602,13 +603,17 @@ def ice_cream(rng: Rng) -> list[Stroke]:
 
 
 def ladder(rng: Rng) -> list[Stroke]:
-    w = u(rng, 0.2, 0.5)
+    w = u(rng, 0.22, 0.6)
     taper = u(rng, 0.0, 0.1)
     strokes = [seg((-w + taper, -1), (-w, 1)), seg((w - taper, -1), (w, 1))]
     if maybe(rng, 0.5):
         strokes = strokes[::-1]
-    k = int(rng.integers(3, 8))
-    ys = np.linspace(-1, 1, k + 2)[1:-1] + rng.normal(0, 0.03, k)
+    k = int(rng.choice([2, 3, 3, 4, 4, 5, 6, 7]))  # real ladders: mostly 3-5 rungs
+    if maybe(rng, 0.3):  # the first and last rung at the ends of the rails
+        k = min(k + 1, 7)
+        ys = np.linspace(-0.93, 0.93, k) + rng.normal(0, 0.03, k)
+    else:
+        ys = np.linspace(-1, 1, k + 2)[1:-1] + rng.normal(0, 0.03, k)
     out = u(rng, 0.05, 0.3) if maybe(rng, 0.25) else 0.0  # rungs that stick out
     rungs = [seg((-w + taper * (1 - y) / 2 - out, y), (w - taper * (1 - y) / 2 + out, y)) for y in ys]
     if maybe(rng, 0.5):
@@ -702,8 +707,10 @@ def moon(rng: Rng) -> list[Stroke]:
             )
         return strokes
     # a crescent: an outer arc and an inner one meeting at the horns
-    span = u(rng, 0.6, 0.82) * np.pi  # half of the outer arc
-    d = u(rng, 0.05, 0.32)  # how far the inner curve is from the outer one (thickness)
+    # half of the outer arc, and how far the inner curve is from the outer one (thickness);
+    # real moons are often wide and thick, the outer arc nearly a full circle
+    span = u(rng, 0.6, 0.92) * np.pi
+    d = u(rng, 0.05, 0.45)
     face = 0.0 if maybe(rng, 0.78) else np.pi  # the open side: mostly right (a "C"), or left
     face += rng.normal(0, 0.3)
     outer = arc(0, 0, 1, 1, face + np.pi - span, face + np.pi + span, 24)
