@@ -93,6 +93,27 @@ def test_enqueued_tensors() -> None:
     assert horovod.enqueued_tensors([]) == {}
 
 
+def test_stall_reports() -> None:
+    log = "[2026-11-24 00:27:52.5: W /b/horovod/common/stall_inspector.cc:107]"
+    text = "\n".join([
+        f"[0]<stderr>:{log} One or more tensors were submitted ... which will cause deadlock. ",
+        "[0]<stderr>:Missing ranks:",
+        "[0]<stderr>:0: [epoch_loss]",
+        "[0]<stderr>:3: [a, b]",
+        "[1]<stdout>:2: [printed by the script, after the report]",
+        "[0]<stderr>:Missing ranks:",
+        "[0]<stderr>:0!: [epoch_loss, c, d, e, f, g ...]",
+        '[0]<stderr>:One or more rank (marked by "!") is stalled for longer than 4 seconds. Will shutdown.',
+        "[0]<stderr>:1: [not a report line any more]",
+    ])
+    lines, _ = horovod.parse_rank_lines(text)
+    assert horovod.stall_reports(lines) == [
+        {0: (["epoch_loss"], False), 3: (["a", "b"], False)},
+        {0: (["epoch_loss", "c", "d", "e", "f", "g"], True)},
+    ]
+    assert horovod.stall_reports([]) == []
+
+
 def test_parse_check_build() -> None:
     text = textwrap.dedent(
         """\
