@@ -8,6 +8,7 @@ notebook itself runs under nbval with the ``horovod`` kernel.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tarfile
 import textwrap
 import threading
 import time
@@ -91,6 +93,27 @@ def test_enqueued_tensors() -> None:
     lines, _ = horovod.parse_rank_lines(text)
     assert horovod.enqueued_tensors(lines) == {0: ["gradient", "g"], 1: ["gradient", "a", "b"]}
     assert horovod.enqueued_tensors([]) == {}
+
+
+def test_stall_reports() -> None:
+    log = "[2026-11-24 00:27:52.5: W /b/horovod/common/stall_inspector.cc:107]"
+    text = "\n".join([
+        f"[0]<stderr>:{log} One or more tensors were submitted ... which will cause deadlock. ",
+        "[0]<stderr>:Missing ranks:",
+        "[0]<stderr>:0: [epoch_loss]",
+        "[0]<stderr>:3: [a, b]",
+        "[1]<stdout>:2: [printed by the script, after the report]",
+        "[0]<stderr>:Missing ranks:",
+        "[0]<stderr>:0!: [epoch_loss, c, d, e, f, g ...]",
+        '[0]<stderr>:One or more rank (marked by "!") is stalled for longer than 4 seconds. Will shutdown.',
+        "[0]<stderr>:1: [not a report line any more]",
+    ])
+    lines, _ = horovod.parse_rank_lines(text)
+    assert horovod.stall_reports(lines) == [
+        {0: (["epoch_loss"], False), 3: (["a", "b"], False)},
+        {0: (["epoch_loss", "c", "d", "e", "f", "g"], True)},
+    ]
+    assert horovod.stall_reports([]) == []
 
 
 def test_parse_check_build() -> None:
@@ -378,6 +401,34 @@ def test_setup_script_without_python311_says_why_in_one_line(tmp_path: Path) -> 
     result = _setup({"HOROVOD_PYTHON": str(fake), "HOROVOD_VENV": str(tmp_path / "v")})
     assert result.returncode == 3 and "is Python 3.10" in result.stderr
     assert not (tmp_path / "v").exists()
+
+
+def test_stall_patch_is_the_one_line_fix(tmp_path: Path) -> None:
+    """The patch replaces reserve by resize on gloo_controller.cc line 92, and nothing else.
+
+    With the sdist in the course cache (after ``make horovod``) it is also applied to it.
+    """
+    patch = (ROOT / "tools" / "horovod-0.28.1-gloo-stall.patch").read_text()
+    removed = [line for line in patch.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert removed == ["-  global_ranks_.reserve(size_);"] and added == ["+  global_ranks_.resize(size_);"]
+    assert "+++ b/horovod/common/gloo/gloo_controller.cc" in patch and "@@ -89,7 +89,7 @@" in patch  # line 92
+    script = (ROOT / "tools" / "setup_horovod.sh").read_text()
+    pinned = re.search(r"^SDIST_SHA256=([0-9a-f]+)$", script, re.MULTILINE)
+    assert pinned and len(pinned[1]) == 64
+    cache = Path(os.environ.get("HOROVOD_CACHE_DIR")
+                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-distributed-course")
+    sdist = cache / "sdist" / "horovod-0.28.1.tar.gz"
+    if not sdist.exists():
+        pytest.skip(f"{sdist} not there (make horovod downloads it): patch not applied")
+    assert hashlib.sha256(sdist.read_bytes()).hexdigest() == pinned[1]
+    with tarfile.open(sdist) as tar:
+        tar.extract("horovod-0.28.1/horovod/common/gloo/gloo_controller.cc", tmp_path, filter="data")
+    source = tmp_path / "horovod-0.28.1"
+    applied = subprocess.run(["patch", "-p1", "--batch", "-d", str(source)], input=patch, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    lines = (source / "horovod" / "common" / "gloo" / "gloo_controller.cc").read_text().splitlines()
+    assert lines[91] == "  global_ranks_.resize(size_);"
 
 
 def test_requirements_are_pinned() -> None:

@@ -325,6 +325,37 @@ def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
     return found
 
 
+_MISSING = re.compile(r"^(?P<rank>\d+)(?P<mark>!?): \[(?P<names>.*)\]$")
+
+
+def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], bool]]]:
+    """The reports of Horovod's stall inspector, in the order the coordinator printed them.
+
+    With ``--stall-check-warning-time-seconds`` rank 0 logs a warning ending in ``Missing
+    ranks:`` and one line per rank that has not submitted tensors the others are waiting
+    for: ``1: [epoch_loss]``, or ``1!: [...]`` once that rank is stalled past
+    ``--stall-check-shutdown-time-seconds``. Returns one ``{rank: ([tensor, …], marked)}``
+    per report. Used in notebook 07 ("a rank that stalls").
+    """
+    reports: list[dict[int, tuple[list[str], bool]]] = []
+    current: dict[int, tuple[list[str], bool]] | None = None
+    reporter = -1  # the rank whose log holds the report (the coordinator, rank 0)
+    for line in lines:
+        if line.text.rstrip().endswith("Missing ranks:"):
+            current, reporter = {}, line.rank
+            reports.append(current)
+            continue
+        if line.rank != reporter:  # other ranks' lines may come in between
+            continue
+        match = _MISSING.match(line.text.strip()) if current is not None else None
+        if current is not None and match:
+            names = [n.strip() for n in match["names"].removesuffix(" ...").split(",")]  # " ..." after 6
+            current[int(match["rank"])] = (names, match["mark"] == "!")
+        else:
+            current = None
+    return reports
+
+
 def parse_check_build(output: str) -> dict[str, bool]:
     """Read ``horovodrun --check-build``: ``{"TensorFlow": True, "MPI": False, "Gloo": True, …}``.
 
