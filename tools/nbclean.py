@@ -1,7 +1,9 @@
 """Keep notebooks in git clean: no outputs, no execution counts, whitelisted metadata.
 
 Cell metadata kept: ``tags`` and ``slideshow.slide_type`` (the slide types of
-tools/slidemeta.py, which ``make format`` runs next); everything else goes.
+tools/slidemeta.py, which ``make format`` runs next); everything else goes. Notebooks of
+nbformat 4.5+ need an ``id`` on every cell (nbformat warns, and will refuse, otherwise): a
+missing one is derived from the cell's position and source, so cleaning stays deterministic.
 
 ``python tools/nbclean.py [--check] NB...``: ``make format`` rewrites notebooks with
 :func:`clean_notebook`; ``make lint`` (``--check``) and the hygiene test check that doing so
@@ -12,6 +14,7 @@ not used inside notebooks.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -32,6 +35,8 @@ def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
     if kernel_name not in KERNELS:
         kernel_name = "python3"
     nb["metadata"] = {"kernelspec": dict(KERNELS[kernel_name]), "language_info": {"name": "python"}}
+    if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) >= (4, 5):
+        _give_cells_ids(nb.get("cells", []))
     for cell in nb.get("cells", []):
         metadata = {k: v for k, v in cell.get("metadata", {}).items() if k in ALLOWED_CELL_METADATA}
         if not metadata.get("tags", True):
@@ -52,6 +57,21 @@ def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
             if not cell.get("attachments"):
                 cell.pop("attachments", None)
     return nb
+
+
+def _give_cells_ids(cells: list[dict[str, Any]]) -> None:
+    """Give every cell without an ``id`` a deterministic one, unique within the notebook."""
+    taken = {cell["id"] for cell in cells if cell.get("id")}
+    for index, cell in enumerate(cells):
+        if cell.get("id"):
+            continue
+        source = "".join(cell.get("source", []))
+        digest = hashlib.sha1(f"{index}:{source}".encode()).hexdigest()
+        length = 8
+        while digest[:length] in taken:  # another cell already has it: take more of the digest
+            length += 1
+        cell["id"] = digest[:length]
+        taken.add(cell["id"])
 
 
 def dumps(nb: dict[str, Any]) -> str:
