@@ -96,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
     path = qd.ensure_builtin_data(args.variant)
     size, enc = args.image_size, args.encoding
     strokes, y = builtin_strokes(path, "train", args.per_class)
-    x = qd.render_batch(strokes, size, encoding=enc)
     val_strokes, vy = builtin_strokes(path, "val", args.per_class)
     vx = qd.render_batch(val_strokes, size, encoding=enc)
     hand = {
@@ -106,14 +105,16 @@ def main(argv: list[str] | None = None) -> int:
         "drop_stroke": args.drop_stroke,
     }
     augment = any(hand.values())
+    if not augment:  # rendered once; with the random hand every epoch renders its own
+        x = qd.render_batch(strokes, size, encoding=enc)
     rx, ry, names = qd.load_real_test(size, encoding=enc)
     assert names == list(qd.BUILTIN_CLASSES)
-    print(f"built-in {args.variant}: {len(x)} training, {len(vx)} validation drawings, {len(names)} classes; "
+    print(f"built-in {args.variant}: {len(y)} training, {len(vx)} validation drawings, {len(names)} classes; "
           f"real test set: {len(rx)} drawings ({time.perf_counter() - t0:.0f} s to generate/render)")  # fmt: skip
 
     keras.utils.set_random_seed(args.seed)
     model = build_model("compact", len(names), size, 1)
-    steps = args.epochs * (len(x) // args.batch_size)
+    steps = args.epochs * (len(y) // args.batch_size)
     schedule = keras.optimizers.schedules.CosineDecay(args.lr / 10, steps, alpha=0.01, warmup_target=args.lr,
                                                       warmup_steps=steps // 20)  # fmt: skip
     loss = sparse_logits_loss(len(names), label_smoothing=args.label_smoothing)
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     t1 = time.perf_counter()
     for epoch in range(args.epochs):
         rng = np.random.default_rng([args.seed, epoch])
-        order = rng.permutation(len(x))
+        order = rng.permutation(len(y))
         if augment:  # a fresh random hand on every training drawing, every epoch
             x = qd.render_batch(qd.augment_strokes(strokes, rng, **hand), size, encoding=enc)
         fit = model.fit(x[order] * scale, y[order], batch_size=args.batch_size, epochs=1, verbose=0)

@@ -184,7 +184,8 @@ else
         fi
     fi
     if [[ -z "$WHEEL" ]]; then
-        command -v patch >/dev/null 2>&1 || fail 3 "applying $PATCH needs 'patch' (apt-get install patch), not found"
+        [[ "$PATCH" == none ]] || command -v patch >/dev/null 2>&1 \
+            || fail 3 "applying $PATCH needs 'patch' (apt-get install patch), not found"
         # Horovod compiles against the TensorFlow installed above, hence --no-build-isolation.
         echo "setup_horovod: building $HOROVOD_PIN from source with ${PATCH/#none/no patch} and ${BUILD_FLAGS% } (about 8 minutes on 2 quiet cores, 20 on busy ones; once: the wheel is kept in $WHEELS)"
         build_wheel
