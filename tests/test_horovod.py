@@ -100,6 +100,8 @@ def test_stall_reports() -> None:
     text = "\n".join([
         f"[0]<stderr>:{log} One or more tensors were submitted ... which will cause deadlock. ",
         "[0]<stderr>:Missing ranks:",
+        "[0]<stderr>:[2026-11-24 00:27:52.6: T /b/horovod/common/operations.cc:1539] [0]: Enqueued x; ",
+        "[0]<stdout>:334693: T /b/horovod/common/operations.cc:833] [0]: Finished performing x",
         "[0]<stderr>:0: [epoch_loss]",
         "[0]<stderr>:3: [a, b]",
         "[1]<stdout>:2: [printed by the script, after the report]",

@@ -326,6 +326,9 @@ def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
 
 
 _MISSING = re.compile(r"^(?P<rank>\d+)(?P<mark>!?): \[(?P<names>.*)\]$")
+# Horovod's own log lines ("[2026-11-24 00:27:52.5: T /…/operations.cc:1539] …"): other threads
+# of the coordinator may write them between the lines of one report.
+_HOROVOD_LOG = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:.]+: [TDIWEF] ")
 
 
 def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], bool]]]:
@@ -339,13 +342,13 @@ def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], 
     """
     reports: list[dict[int, tuple[list[str], bool]]] = []
     current: dict[int, tuple[list[str], bool]] | None = None
-    reporter = -1  # the rank whose log holds the report (the coordinator, rank 0)
+    reporter: tuple[int, str] = (-1, "")  # the rank and stream that hold the report (rank 0, stderr)
     for line in lines:
         if line.text.rstrip().endswith("Missing ranks:"):
-            current, reporter = {}, line.rank
+            current, reporter = {}, (line.rank, line.stream)
             reports.append(current)
             continue
-        if line.rank != reporter:  # other ranks' lines may come in between
+        if (line.rank, line.stream) != reporter or _HOROVOD_LOG.match(line.text):  # other ranks', streams', threads' lines
             continue
         match = _MISSING.match(line.text.strip()) if current is not None else None
         if current is not None and match:
