@@ -21,7 +21,8 @@ What is timed, per set:
   validate+render  ours from the decoded lists: validation into arrays, then render
   one at a time    ours, ``render_points`` per drawing (no batching)
   JSON -> image    from the CSV column's JSON text: ``json.loads`` + the kernel's drawing,
-                   against ``parse_points`` (``json.loads`` + validation) + our batch render
+                   against ``parse_points_batch`` (validation and conversion of a batch of
+                   texts in NumPy, no ``json.loads``) + our batch render
 
     python benchmarks/bench_render.py
     python benchmarks/bench_render.py --real /work/shared/quickdraw-sample/lamnguyen5464__Sketch-dataset/data
@@ -43,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from utils.quickdraw import ensure_builtin_data, find_class_files, real_test_dir  # noqa: E402
-from utils.quickdraw.formats import iter_file, parse_points, strokes_to_json  # noqa: E402
+from utils.quickdraw.formats import iter_file, parse_points, parse_points_batch, strokes_to_json  # noqa: E402
 from utils.quickdraw.render import (  # noqa: E402
     reference_kernel_render,
     render,
@@ -78,7 +79,9 @@ def cases_for(texts: list[str], size: int, batch: int) -> dict[str, Callable[[],
         "ours: validate + render": lambda: batched([parse_points(d) for d in lists]),
         "ours: one at a time": lambda: [render_points(p, e, size, encoding="order") for p, e in parsed],
         "reference: JSON -> image": lambda: [reference_kernel_render(json.loads(t), size) for t in texts],
-        "ours: JSON -> image": lambda: batched([parse_points(t) for t in texts]),
+        "ours: JSON -> image": lambda: [
+            batched(parse_points_batch(texts[i : i + batch])) for i in range(0, len(texts), batch)
+        ],  # fmt: skip
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +12,12 @@ from utils.quickdraw.formats import (
     BadDrawing,
     QuickDrawFormatError,
     ReadReport,
+    _parse_simplified_fast,
     find_class_files,
     iter_file,
     normalise_raw,
+    parse_points,
+    parse_points_batch,
     parse_strokes,
     read_kaggle_csv,
     read_ndjson,
@@ -50,6 +54,80 @@ def test_parse_strokes_good_and_bad() -> None:
     for text, reason in cases.items():
         with pytest.raises(BadDrawing, match=reason):
             parse_strokes(text)
+
+
+BAD_DRAWINGS = {
+    "[[[1, 2], [3, 4]]": "malformed JSON",
+    "[]": "empty drawing",
+    "[[[], []]]": "empty stroke",
+    "[[[1, 2], [3]]]": "different lengths",
+    "[[[1, 256], [3, 4]]]": "out of range",
+    "[[[1, -1], [3, 4]]]": "out of range",
+    '[[["a", 2], [3, 4]]]': "non-numeric",
+    "[[[NaN, 2], [3, 4]]]": "non-finite",
+    "[[[[1], 2], [3, 4]]]": "non-numeric",
+    "[[[1, 2], [3, 4]], [[1, 2], [3, 999]]]": "stroke 1: coordinate out of range",
+    "[[[1, 2]]]": "not a list of 2",
+    '{"a": 1}': "not a list",
+    "[[[1 2], [3, 4]]]": "malformed JSON",  # blanks are not commas
+    "[[[01, 2], [3, 4]]]": "malformed JSON",  # JSON has no leading zeros
+    "[[[1, 2], [3, 4]]]\n[[[1], [2]]]": "malformed JSON",  # two drawings in one text
+}
+
+
+def _real_texts() -> list[str]:
+    """JSON texts of the Kaggle fixture (with Kaggle's blanks) and of data/real, packed."""
+    from utils.quickdraw import real_test_dir
+
+    rows = list(read_kaggle_csv(KAGGLE / "circle.csv"))
+    texts = [json.dumps([[s[:, 0].astype(int).tolist(), s[:, 1].astype(int).tolist()] for s in d.strokes])
+             for d in rows]  # fmt: skip
+    for path in sorted(real_test_dir().glob("*.ndjson"))[:6]:
+        texts += [json.dumps(json.loads(line)["drawing"], separators=(",", ":")) for line in path.open()]
+    return texts
+
+
+def test_parse_points_batch_same_as_one_by_one() -> None:
+    texts = _real_texts()
+    assert len(texts) > 100 and ", " in texts[0] and ", " not in texts[-1]
+    assert _parse_simplified_fast(texts, 255.0) is not None  # the fast path takes real drawings
+    for size in (1, 7, len(texts)):
+        for i in range(0, len(texts), size):
+            batch = texts[i : i + size]
+            got = parse_points_batch(batch)
+            assert len(got) == len(batch)
+            for (points, ends), text in zip(got, batch, strict=True):
+                want_points, want_ends = parse_points(text)
+                assert points.dtype == np.float32 and points.flags.c_contiguous
+                assert np.array_equal(points, want_points) and ends == want_ends
+    assert parse_points_batch([]) == []
+    assert parse_points_batch([t.encode() for t in texts[:3]])[2][1] == parse_points(texts[2])[1]
+
+
+@pytest.mark.parametrize("text", list(BAD_DRAWINGS))
+def test_parse_points_batch_bad_drawing_same_error(text: str) -> None:
+    good = _real_texts()[:5]
+    assert _parse_simplified_fast([*good, text], 255.0) is None
+    with pytest.raises(BadDrawing, match=BAD_DRAWINGS[text]):
+        parse_points_batch([*good, text])
+
+
+def test_parse_points_batch_falls_back_for_what_it_cannot_vouch_for() -> None:
+    cases = [
+        "[[[1, 2], [3, 4], [0, 17]]]",  # a third list (times): ignored, as by parse_points
+        "[[[1.5, 2], [3, 4]]]",  # decimals
+        "[[[1, 2], [3, 4]]]  ",  # trailing blanks are fine either way
+        "[[[1,\t2],\r[3, 4]]]",
+    ]
+    for text in cases:
+        ((points, ends),) = parse_points_batch([text])
+        want_points, want_ends = parse_points(text)
+        assert np.array_equal(points, want_points) and ends == want_ends, text
+    assert _parse_simplified_fast(cases[:2], 255.0) is None
+    assert _parse_simplified_fast(cases[2:], 255.0) is not None
+    assert _parse_simplified_fast(["[[[1, 200], [3, 4]]]"], 100.0) is None  # max_coord is kept
+    with pytest.raises(BadDrawing, match="out of range 0..100"):
+        parse_points_batch(["[[[1, 200], [3, 4]]]"], max_coord=100.0)
 
 
 def test_parse_raw_strokes() -> None:

@@ -52,6 +52,8 @@ Reading and rendering without TensorFlow::
     img = qd.render(d.strokes, 28)        # uint8 (28, 28, 1), like Google's bitmaps
     pts, ends = qd.parse_points(json_text)  # fast path: one array a drawing
     img = qd.render_points(pts, ends, 64, encoding="order")
+    batch = qd.parse_points_batch(json_texts)  # many at once, same results and errors
+    imgs = qd.render_points_batch([p for p, _ in batch], [e for _, e in batch], 64)
     qd.split_of(key_id)                   # "train" or "val"
 
 Modules: :mod:`~utils.quickdraw.labels`, :mod:`~utils.quickdraw.formats`,
@@ -70,6 +72,7 @@ from utils.quickdraw.formats import (
     find_class_files,
     normalise_raw,
     parse_points,
+    parse_points_batch,
     parse_strokes,
     read_kaggle_csv,
     read_ndjson,
@@ -128,6 +131,7 @@ __all__ = [
     "normalise_raw",
     "pack_strokes",
     "parse_points",
+    "parse_points_batch",
     "parse_strokes",
     "read_kaggle_csv",
     "read_ndjson",

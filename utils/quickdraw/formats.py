@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,6 +236,85 @@ def _coordinate_lists(stroke: list, width: int, s: int, raw: bool) -> int:
     ):
         raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
     return n
+
+
+# A simplified drawing after whitespace is dropped and every integer becomes "N": strokes of
+# exactly an x list and a y list of non-negative integers (what Google and Kaggle publish).
+_STROKE = rb"\[\[N(?:,N)*\],\[N(?:,N)*\]\]"
+_SIMPLIFIED_BATCH = re.compile(rb"(?:\[" + _STROKE + rb"(?:," + _STROKE + rb")*\]\n)*")
+
+
+def parse_points_batch(
+    texts: Sequence[str | bytes], *, max_coord: float = 255.0
+) -> list[tuple[np.ndarray, list[int]]]:
+    """:func:`parse_points` of many simplified JSON texts at once: the same results and errors.
+
+    The published simplified drawings (integer ``[[x...], [y...]]`` strokes, with or without
+    Kaggle's spaces) are checked and converted for the whole batch in a few C-level calls
+    (NumPy over the batch's characters: the numbers digit by digit, the structure as one
+    regular expression over a token string) instead of ``json.loads`` and a Python loop
+    per drawing. Any batch the fast path cannot
+    vouch for (raw strokes, decimals, negative or out-of-range values, malformed JSON, ...)
+    goes through :func:`parse_points` drawing by drawing, which gives the usual
+    :class:`BadDrawing`. Used by ``benchmarks/bench_render.py`` (JSON text -> image).
+    """
+    fast = _parse_simplified_fast(texts, max_coord)
+    if fast is not None:
+        return fast
+    return [parse_points(text, raw=False, max_coord=max_coord) for text in texts]
+
+
+def _parse_simplified_fast(
+    texts: Sequence[str | bytes], max_coord: float
+) -> list[tuple[np.ndarray, list[int]]] | None:
+    """The fast path of :func:`parse_points_batch`, or None when the batch is not all
+    well-formed in-range simplified drawings."""
+    if not texts:
+        return []
+    try:
+        raw = [t if isinstance(t, bytes) else t.encode("ascii") for t in texts]
+    except UnicodeEncodeError:
+        return None
+    joined = b"\n".join(raw) + b"\n"
+    if joined.count(b"\n") != len(texts):  # a newline inside a text: let json decide
+        return None
+    chars = np.frombuffer(joined, np.uint8)
+    digit = (chars - ord("0")) < 10  # uint8 wraps: only '0'..'9' are below 10
+    after_digit = np.concatenate([[False], digit[:-1]])
+    starts = np.flatnonzero(digit & ~after_digit)
+    lengths = np.flatnonzero(digit & ~np.concatenate([digit[1:], [False]])) + 1 - starts
+    if lengths.size and (lengths.max() > 6 or np.any((chars[starts] == ord("0")) & (lengths > 1))):
+        return None  # huge numbers, or leading zeros (not JSON)
+    # the structure, with every number as one "N" and JSON's blanks dropped ("1 2" gives "NN")
+    blank = (chars == ord(" ")) | (chars == ord("\t")) | (chars == ord("\r"))
+    tok = np.where(digit, np.uint8(ord("N")), chars)[~(digit & after_digit) & ~blank]
+    if _SIMPLIFIED_BATCH.fullmatch(tok.tobytes()) is None:
+        return None
+    values = np.zeros(len(starts), np.int64)  # every number, digit by digit
+    for k in range(int(lengths.max(initial=0))):
+        more = lengths > k
+        values[more] = values[more] * 10 + (chars[starts[more] + k] - ord("0"))
+    if values.size and values.max() > max_coord:
+        return None
+    values = values.astype(np.float32)
+    opens = np.flatnonzero((tok[:-1] == ord("[")) & (tok[1:] == ord("N")))  # "[N": a list starts
+    closes = np.flatnonzero((tok[:-1] == ord("N")) & (tok[1:] == ord("]"))) + 1
+    counts = (closes - opens) // 2  # "[N,N,N]": 2k - 1 characters between the brackets
+    if np.any(counts[0::2] != counts[1::2]):
+        return None  # a stroke whose x and y lists differ in length: parse_points names it
+    is_x = np.repeat(np.arange(len(counts)) % 2 == 0, counts)
+    points = np.stack([values[is_x], values[~is_x]], axis=1)
+    stroke_end = np.cumsum(counts[0::2])
+    # the drawing of each stroke (the newline after it), and where each drawing starts
+    drawing_of = np.searchsorted(np.flatnonzero(tok == ord("\n")), opens[0::2])
+    last_stroke = np.searchsorted(drawing_of, np.arange(len(texts)), side="right")
+    first_point = np.concatenate([[0], stroke_end[last_stroke[:-1] - 1]])
+    ends = (stroke_end - first_point[drawing_of]).tolist()
+    bounds = np.concatenate([[0], last_stroke]).tolist()
+    starts_at = first_point.tolist() + [len(points)]
+    return [
+        (points[starts_at[i] : starts_at[i + 1]], ends[bounds[i] : bounds[i + 1]]) for i in range(len(texts))
+    ]
 
 
 def parse_strokes(drawing: object, *, raw: bool | None = False, max_coord: float = 255.0) -> list[np.ndarray]:
