@@ -33,29 +33,6 @@ GOOGLE = FIX / "google"
 LABELS = LabelMap(["circle", "smiley face", "square", "triangle"])
 
 
-def test_parse_strokes_good_and_bad() -> None:
-    s = parse_strokes("[[[0, 10, 255], [5, 6, 7]], [[3], [4]]]")
-    assert len(s) == 2 and s[0].shape == (3, 2) and s[0].dtype == np.float32 and s[1].shape == (1, 2)
-    assert s[0][2].tolist() == [255.0, 7.0]
-    cases = {
-        "[[[1, 2], [3, 4]]": "malformed JSON",
-        "[]": "empty drawing",
-        "[[[], []]]": "empty stroke",
-        "[[[1, 2], [3]]]": "different lengths",
-        "[[[1, 256], [3, 4]]]": "out of range",
-        "[[[1, -1], [3, 4]]]": "out of range",
-        '[[["a", 2], [3, 4]]]': "non-numeric",
-        "[[[NaN, 2], [3, 4]]]": "non-finite",
-        "[[[[1], 2], [3, 4]]]": "non-numeric",
-        "[[[1, 2], [3, 4]], [[1, 2], [3, 999]]]": "stroke 1: coordinate out of range",
-        "[[[1, 2]]]": "not a list of 2",
-        '{"a": 1}': "not a list",
-    }
-    for text, reason in cases.items():
-        with pytest.raises(BadDrawing, match=reason):
-            parse_strokes(text)
-
-
 BAD_DRAWINGS = {
     "[[[1, 2], [3, 4]]": "malformed JSON",
     "[]": "empty drawing",
@@ -73,6 +50,17 @@ BAD_DRAWINGS = {
     "[[[01, 2], [3, 4]]]": "malformed JSON",  # JSON has no leading zeros
     "[[[1, 2], [3, 4]]]\n[[[1], [2]]]": "malformed JSON",  # two drawings in one text
 }
+
+
+def test_parse_strokes_good_and_bad() -> None:
+    s = parse_strokes("[[[0, 10, 255], [5, 6, 7]], [[3], [4]]]")
+    assert len(s) == 2 and s[0].shape == (3, 2) and s[0].dtype == np.float32 and s[1].shape == (1, 2)
+    assert s[0][2].tolist() == [255.0, 7.0]
+    for text, reason in BAD_DRAWINGS.items():
+        with pytest.raises(BadDrawing, match=reason):
+            parse_strokes(text)
+
+
 
 
 def _real_texts() -> list[str]:
