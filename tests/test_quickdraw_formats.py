@@ -61,8 +61,6 @@ def test_parse_strokes_good_and_bad() -> None:
             parse_strokes(text)
 
 
-
-
 def _real_texts() -> list[str]:
     """JSON texts of the Kaggle fixture (with Kaggle's blanks) and of data/real, packed."""
     from utils.quickdraw import real_test_dir

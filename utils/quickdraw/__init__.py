@@ -64,13 +64,14 @@ Modules: :mod:`~utils.quickdraw.labels`, :mod:`~utils.quickdraw.formats`,
 ``utils/quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
 """
 
-from utils.quickdraw.augment import augment_strokes, normalise_to_frame
+from utils.quickdraw.augment import augment_strokes
 from utils.quickdraw.formats import (
     Drawing,
     QuickDrawFormatError,
     ReadReport,
     find_class_files,
     normalise_raw,
+    normalise_to_frame,
     parse_points,
     parse_points_batch,
     parse_strokes,

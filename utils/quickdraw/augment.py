@@ -13,7 +13,7 @@ draws ~25,000 32x32 drawings a second), so the whole training set is redrawn onc
 
 Used in ``scripts/check_sim_to_real.py`` (``--rotation`` etc.) and by
 ``qd.make_dataset(..., augment=True)`` (notebook 06 can train with it that way).
-NumPy only.
+NumPy only (the frame is :func:`utils.quickdraw.formats.normalise_to_frame`).
 """
 
 from __future__ import annotations
@@ -22,24 +22,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["augment_strokes", "normalise_to_frame"]
+from utils.quickdraw.formats import normalise_to_frame
 
-
-def normalise_to_frame(strokes: Sequence[np.ndarray], frame: float = 255.0) -> list[np.ndarray]:
-    """Shift and scale strokes like Google's simplified data: minimum at 0, longer side ``frame``.
-
-    Keeps a third column (time) as it is. A drawing with no extent (one point) is moved to 0.
-    """
-    xy = np.concatenate([s[:, :2] for s in strokes])
-    low = xy.min(0)
-    extent = float((xy.max(0) - low).max())
-    factor = frame / extent if extent > 0 else 1.0
-    out = []
-    for s in strokes:
-        t = s.astype(np.float32, copy=True)
-        t[:, :2] = (s[:, :2] - low) * factor
-        out.append(t)
-    return out
+__all__ = ["augment_strokes"]
 
 
 def augment_strokes(

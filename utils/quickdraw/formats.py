@@ -253,9 +253,8 @@ def parse_points_batch(
     Kaggle's spaces) are checked and converted for the whole batch in a few C-level calls
     (NumPy over the batch's characters: the numbers digit by digit, the structure as one
     regular expression over a token string) instead of ``json.loads`` and a Python loop
-    per drawing. Any batch the fast path cannot
-    vouch for (raw strokes, decimals, negative or out-of-range values, malformed JSON, ...)
-    goes through :func:`parse_points` drawing by drawing, which gives the usual
+    per drawing. Any batch the fast path cannot vouch for (raw strokes, decimals, negative
+    or out-of-range values, malformed JSON, ...) goes through :func:`parse_points` drawing by drawing, which gives the usual
     :class:`BadDrawing`. Used by ``benchmarks/bench_render.py`` (JSON text -> image).
     """
     fast = _parse_simplified_fast(texts, max_coord)
@@ -324,26 +323,39 @@ def parse_strokes(drawing: object, *, raw: bool | None = False, max_coord: float
     return np.split(points, ends[:-1]) if len(ends) > 1 else [points]
 
 
+def normalise_to_frame(strokes: Sequence[np.ndarray], frame: float = 255.0) -> list[np.ndarray]:
+    """Shift and scale strokes like Google's simplified data: minimum at 0, longer side ``frame``.
+
+    Aspect ratio kept; a third column (time) is kept as it is; a drawing with no extent (one
+    point) is moved to 0. Returns new ``float32`` arrays. Used by :func:`normalise_raw` and
+    :func:`utils.quickdraw.augment_strokes` (after its random hand).
+    """
+    xy = np.concatenate([s[:, :2] for s in strokes])
+    low = xy.min(axis=0)
+    extent = float((xy.max(axis=0) - low).max())
+    factor = frame / extent if extent > 0 else 1.0
+    out = []
+    for s in strokes:
+        t = s.astype(np.float32, copy=True)
+        t[:, :2] = (t[:, :2] - low) * factor
+        out.append(t)
+    return out
+
+
 def normalise_raw(strokes: list[np.ndarray], size: float = 255.0) -> list[np.ndarray]:
     """Map raw strokes (screen pixels, ms) into the simplified frame.
 
     Shifts the drawing so its top-left is (0, 0) and scales uniformly so that the longer
-    side spans ``size`` (aspect ratio kept, as Google's simplification does); times become
-    ms since the drawing's first point. Google's 1-pixel resampling and RDP simplification
-    are not applied, so there are more points than in the simplified file.
+    side spans ``size`` (aspect ratio kept, as Google's simplification does:
+    :func:`normalise_to_frame`); times become ms since the drawing's first point. Google's
+    1-pixel resampling and RDP simplification are not applied, so there are more points
+    than in the simplified file.
     """
-    allpts = np.concatenate(strokes, axis=0)
-    lo = allpts[:, :2].min(axis=0)
-    extent = float((allpts[:, :2].max(axis=0) - lo).max())
-    scale = size / extent if extent > 0 else 0.0
-    t0 = float(allpts[:, 2].min()) if allpts.shape[1] > 2 else 0.0
-    out = []
-    for st in strokes:
-        st = st.astype(np.float32, copy=True)
-        st[:, :2] = (st[:, :2] - lo) * scale
-        if st.shape[1] > 2:
+    out = normalise_to_frame(strokes, size)
+    if out[0].shape[1] > 2:
+        t0 = min(float(st[:, 2].min()) for st in out)
+        for st in out:
             st[:, 2] -= t0
-        out.append(st)
     return out
 
 
