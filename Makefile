@@ -61,8 +61,14 @@ lint: venv
 	$(PY) tools/slidemeta.py --check $(NOTEBOOKS)
 	$(PY) -m ruff check utils tests scripts benchmarks tools notebooks
 
+# The speed benchmarks, then the sim-to-real check of issue 19: three small CNNs trained on the
+# built-in doodles only, scored on the real drawings of data/real (about 25 min on 2 cores).
+# SIM_TO_REAL=no skips it; SIM_TO_REAL_ARGS="--members 1" trains one CNN (8 min).
+SIM_TO_REAL ?= yes
 bench: venv
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@if [ "$(SIM_TO_REAL)" != no ]; then echo "== scripts/check_sim_to_real.py $(SIM_TO_REAL_ARGS)"; \
+		$(PY) scripts/check_sim_to_real.py $(SIM_TO_REAL_ARGS); fi
 
 # TensorBoard (with the profile plugin) on notebook 08's profiler logs: http://localhost:$(TB_PORT), Ctrl-C stops it.
 tensorboard: venv

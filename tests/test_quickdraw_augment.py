@@ -87,3 +87,19 @@ def test_same_generator_state_same_drawings_and_bad_arguments() -> None:
     with pytest.raises(ValueError, match="drop_stroke"):
         qd.augment_strokes([SQUARE], np.random.default_rng(0), drop_stroke=1.0)
     assert qd.augment_strokes([[], SEGMENT], np.random.default_rng(0))[0] == []
+
+
+def test_warp_bends_a_straight_line_smoothly_and_zero_warp_does_not() -> None:
+    line = [np.stack([np.linspace(0, 255, 64), np.full(64, 100.0)], axis=1).astype(np.float32)]
+    flat = dict(rotation=0, shear=0, aspect=0, drop_stroke=0)
+    (straight,) = qd.augment_strokes([line], np.random.default_rng(8), **flat, warp=0.0)[0]
+    assert np.ptp(straight[:, 1]) < 1e-3  # no warp: still a horizontal line
+    bent = [d[0] for d in qd.augment_strokes([line] * 50, np.random.default_rng(8), **flat, warp=0.05)]
+    heights = np.array([np.ptp(b[:, 1]) for b in bent])
+    assert heights.max() > 5 and np.median(heights) > 1  # the line bends ...
+    # ... smoothly (neighbours 4 px apart move alike) and at most 2 waves x 0.05 x 255 each way
+    # (peak to peak 51, times up to 1.25 when the warped line is scaled back to 255 wide)
+    steps = np.array([np.abs(np.diff(b[:, 1])).max() for b in bent])
+    assert steps.max() < 8 and heights.max() <= 2 * 2 * 0.05 * 255 * 1.25
+    with pytest.raises(ValueError, match="warp"):
+        qd.augment_strokes([line], np.random.default_rng(0), warp=-0.1)

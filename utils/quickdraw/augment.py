@@ -26,6 +26,8 @@ from utils.quickdraw.formats import normalise_to_frame
 
 __all__ = ["augment_strokes"]
 
+TAU = 2 * np.pi
+
 
 def augment_strokes(
     drawings: Sequence[Sequence[np.ndarray]],
@@ -35,6 +37,7 @@ def augment_strokes(
     shear: float = 0.15,
     aspect: float = 0.15,
     drop_stroke: float = 0.1,
+    warp: float = 0.0,
 ) -> list[list[np.ndarray]]:
     """Each drawing under its own random affine (and stroke dropout), normalised to the frame.
 
@@ -42,15 +45,18 @@ def augment_strokes(
     ±``shear``, aspect ratio ``exp(u)`` with ``u`` uniform in ±``aspect`` (x stretched, y
     squeezed by ``exp(u/2)`` each), then every stroke but one dropped with probability
     ``drop_stroke`` (drawings of one stroke are kept whole), then
-    :func:`normalise_to_frame`. All zeros give the drawings back normalised only; an empty
+    :func:`normalise_to_frame`. ``warp`` > 0 first bends the drawing with a smooth random
+    displacement field (per axis two plane waves of 0.5-1.5 cycles per frame, amplitudes
+    uniform up to ``warp`` x 255; measured in ``utils/quickdraw/README.md``, not in the
+    recipe). All zeros give the drawings back normalised only; an empty
     drawing stays empty.
     ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame. The
     defaults are the recipe measured in ``utils/quickdraw/README.md`` (sim-to-real).
     """
-    if rotation < 0 or shear < 0 or aspect < 0 or not 0 <= drop_stroke < 1:
+    if rotation < 0 or shear < 0 or aspect < 0 or warp < 0 or not 0 <= drop_stroke < 1:
         raise ValueError(
-            f"need rotation, shear, aspect >= 0 and 0 <= drop_stroke < 1, got "
-            f"{rotation}, {shear}, {aspect}, {drop_stroke}"
+            f"need rotation, shear, aspect, warp >= 0 and 0 <= drop_stroke < 1, got "
+            f"{rotation}, {shear}, {aspect}, {warp}, {drop_stroke}"
         )
     n = len(drawings)
     theta = np.deg2rad(rng.uniform(-rotation, rotation, n))
@@ -74,10 +80,21 @@ def augment_strokes(
             keep = rng.random(len(kept)) >= drop_stroke
             keep[rng.integers(len(kept))] = True
             kept = [p for p, on in zip(kept, keep, strict=True) if on]
+        if warp:  # a smooth random displacement field: two plane waves per axis
+            freq = rng.uniform(0.5, 1.5, (2, 2)) * TAU / 255  # cycles per frame, per axis and wave
+            direction = rng.uniform(0, TAU, (2, 2))
+            phase = rng.uniform(0, TAU, (2, 2))
+            amp = rng.uniform(0, warp * 255, (2, 2))
         moved = []
         for p in kept:
             q = p.astype(np.float32, copy=True)
-            q[:, :2] = p[:, :2] @ m.T.astype(np.float32)
+            xy = p[:, :2]
+            if warp:
+                xy = xy.astype(np.float64)
+                for axis in range(2):
+                    proj = np.cos(direction[axis])[:, None] * xy[:, 0] + np.sin(direction[axis])[:, None] * xy[:, 1]
+                    xy[:, axis] += np.sum(amp[axis][:, None] * np.sin(freq[axis][:, None] * proj + phase[axis][:, None]), 0)
+            q[:, :2] = xy @ m.T.astype(np.float32)
             moved.append(q)
         out.append(normalise_to_frame(moved))
     return out
