@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         return keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(images, verbose=0)))
 
     # an ensemble: the members' softmax outputs averaged (--members 1: one CNN, as before)
-    models, members = [], []
+    models, members, real_probs = [], [], []
     t1 = time.perf_counter()
     for seed in range(args.seed, args.seed + args.members):
         if args.members > 1:
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                         "builtin_val_top1": history[-1]["builtin_val_top1"], "train_seconds": seconds,
                         "history": history})  # fmt: skip
         models.append(model)
+        real_probs.append(real)
         if args.save_dir:
             args.save_dir.mkdir(parents=True, exist_ok=True)
             model.save(args.save_dir / f"member_seed{seed}.keras")
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     def ensemble(images: np.ndarray) -> np.ndarray:
         return np.mean([probabilities(m, images) for m in models], axis=0)
 
-    scores = ensemble(rx)  # class probabilities
+    scores = np.mean(real_probs, axis=0)  # the members' class probabilities on rx, averaged
     builtin_val = float(np.mean(ensemble(vx * scale).argmax(1) == vy))
     pred = scores.argmax(1)
     per_class = {n: float(np.mean(pred[ry == i] == i)) for i, n in enumerate(names)}

@@ -254,8 +254,8 @@ def parse_points_batch(
     (NumPy over the batch's characters: the numbers digit by digit, the structure as one
     regular expression over a token string) instead of ``json.loads`` and a Python loop
     per drawing. Any batch the fast path cannot vouch for (raw strokes, decimals, negative
-    or out-of-range values, malformed JSON, ...) goes through :func:`parse_points` drawing by drawing, which gives the usual
-    :class:`BadDrawing`. Used by ``benchmarks/bench_render.py`` (JSON text -> image).
+    or out-of-range values, malformed JSON, ...) goes through :func:`parse_points` drawing
+    by drawing, which gives the usual :class:`BadDrawing`. Used by ``benchmarks/bench_render.py`` (JSON text -> image).
     """
     fast = _parse_simplified_fast(texts, max_coord)
     if fast is not None:
