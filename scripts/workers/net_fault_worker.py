@@ -9,8 +9,11 @@ Keras 3's ``fit`` does not run under ``MultiWorkerMirroredStrategy``, see notebo
 Every all-reduce has a timeout (``CommunicationOptions(timeout_seconds=...)``), so a worker
 whose peer went silent fails with ``DeadlineExceededError`` instead of waiting forever;
 ``BackupAndRestore(save_freq=K)`` saves every K steps, so a restarted job resumes from the
-last backup. Each worker prints ``worker:I step S`` (S counts steps from the start of the
-job) after every step, and ends with a ``utils.cluster.report`` line.
+last backup. ``--pause worker:1 S P`` makes worker 1 wait P seconds after step S, so
+that notebook 10 cuts the cable between two steps however busy the machine is: a cut just
+after a backup made the survivor log the timeout and then hang in 2 of 17 tries (TF 2.21).
+Each worker prints ``worker:I step S`` (S counts steps from the start of the job) after
+every step, and ends with a ``utils.cluster.report`` line.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="collective timeout (s)")
     parser.add_argument("--batch-per-replica", type=int, default=32)
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each step")
+    parser.add_argument(
+        "--pause", nargs=3, metavar=("TASK", "STEP", "SECONDS"), default=None,
+        help="TASK (e.g. worker:1) sleeps SECONDS after STEP; keep SECONDS < --timeout",
+    )
     args = parser.parse_args()
 
     import numpy as np
@@ -69,6 +76,7 @@ def main() -> None:
     y = (x[:, :10].argmax(axis=1)).astype("int64")
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch, drop_remainder=True).repeat()
     steps_run: list[int] = []
+    pause = (args.pause[0], int(args.pause[1]), float(args.pause[2])) if args.pause else None
 
     class Progress(keras.callbacks.Callback):
         """Print ``worker:I step S`` after every step (S counts from the start of the job)."""
@@ -82,6 +90,8 @@ def main() -> None:
             print(f"{name} step {step} t={time.time():.3f}", flush=True)
             if args.slow:
                 time.sleep(args.slow)
+            if pause and (name, step) == pause[:2]:  # a quiet moment between two steps: the cable cut
+                time.sleep(pause[2])
 
     model.fit(
         data,
