@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -71,3 +74,38 @@ def test_run_until_kills_at_marker_and_runs_to_end() -> None:
 def test_run_until_timeout_kills_the_child() -> None:
     with pytest.raises(TimeoutError, match="longer than"):
         process.run_until(["-c", "import time; print('up', flush=True); time.sleep(60)"], timeout=1.0)
+
+
+def _popen_then_ctrl_c(started: list):
+    """A ``subprocess.Popen`` that presses Ctrl-C right after the fork, as a user's stop could."""
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        signal.raise_signal(signal.SIGINT)
+        return proc
+
+    return popen
+
+
+def test_ctrl_c_while_a_child_starts_leaves_no_child(monkeypatch):
+    started: list = []
+    monkeypatch.setattr(process.subprocess, "Popen", _popen_then_ctrl_c(started))
+    with pytest.raises(KeyboardInterrupt):
+        process.start_child([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert len(started) == 1
+    assert started[0].poll() is not None, "the child started during Ctrl-C is still running"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+
+
+def test_ctrl_c_while_a_child_starts_is_ignored_when_sigint_is(monkeypatch):
+    started: list = []
+    monkeypatch.setattr(process.subprocess, "Popen", _popen_then_ctrl_c(started))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = process.start_child([sys.executable, "-c", "import time; time.sleep(60)"])
+        assert proc is started[0] and proc.poll() is None  # started and handed over
+        process.stop_child(proc, grace_seconds=0)
+    finally:
+        signal.signal(signal.SIGINT, previous)

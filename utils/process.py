@@ -26,7 +26,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -74,19 +75,48 @@ def start_child(
     ``child_env()``). On Linux the child also gets SIGTERM when the launching process dies
     (``PR_SET_PDEATHSIG``; note that it fires when the *thread* that started the child ends,
     so start children from a thread that lives as long as they should). Stop it with
-    :func:`stop_child`.
+    :func:`stop_child`. Ctrl-C pressed while the child starts is held until it has started,
+    then raised with the child stopped, so an interrupted start leaves nothing behind.
     """
-    return subprocess.Popen(
-        list(argv),
-        stdout=stdout,
-        stderr=stderr,
-        stdin=subprocess.DEVNULL,
-        text=text,
-        env=dict(env) if env is not None else child_env(),
-        cwd=str(cwd) if cwd is not None else None,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-    )
+    with _ctrl_c_held() as pressed:
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=text,
+            env=dict(env) if env is not None else child_env(),
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+    if pressed:
+        try:
+            signal.raise_signal(signal.SIGINT)  # delivered now, to the handler that was there before
+        except BaseException:
+            stop_child(proc, grace_seconds=0)  # the caller never got this child: end it here
+            raise
+    return proc
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT, also Jupyter's stop button) until the block ends; yield a list
+    that is non-empty if it was pressed meanwhile.
+
+    A KeyboardInterrupt inside ``subprocess.Popen``, after the fork, leaves a child running
+    that nobody holds (CPython neither returns nor kills it). Only the main thread receives
+    Python's signal handlers, so elsewhere nothing is held.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
