@@ -22,7 +22,7 @@ RUN_FULL = config.PROJECT_ROOT / "tools" / "run_full.sh"
 
 
 def make_project(
-    tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0"
+    tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0", after_build: bool = False
 ) -> Path:
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
@@ -35,8 +35,11 @@ def make_project(
         f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
     )
     fake_python = root / "python"
+    # after_build: the fake python first waits until the background build has started (a loaded
+    # machine may start the build, at nice 10, long after the first python)
+    wait = f'while [ ! -e "{root}/build.pid" ]; do sleep 0.05; done\n' if after_build else ""
     fake_python.write_text(
-        f'#!/usr/bin/env bash\necho "$*" >> "{root}/calls.log"\nsleep {python_sleep}\nexit {python_rc}\n'
+        f'#!/usr/bin/env bash\n{wait}echo "$*" >> "{root}/calls.log"\nsleep {python_sleep}\nexit {python_rc}\n'
     )
     fake_python.chmod(0o755)
     return root
@@ -99,11 +102,11 @@ def test_failed_build_fails_the_run(tmp_path: Path) -> None:
 def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
     slow_build = "sleep 120 & wait"
     if how == "failure":
-        root = make_project(tmp_path, python_rc=1, python_sleep=1, setup=slow_build)
+        root = make_project(tmp_path, python_rc=1, python_sleep=1, setup=slow_build, after_build=True)
         result = run(root)
         assert result.returncode == 1
     else:
-        root = make_project(tmp_path, python_sleep=30, setup=slow_build)
+        root = make_project(tmp_path, python_sleep=30, setup=slow_build, after_build=True)
         proc = subprocess.Popen(
             ["bash", "tools/run_tests.sh"],
             cwd=root,
