@@ -29,6 +29,10 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--batch-per-replica", type=int, default=32)
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each batch")
+    parser.add_argument(
+        "--pause", nargs=2, metavar=("LINE", "SECONDS"), default=None,
+        help="after printing LINE, sleep SECONDS: the notebook kills it there, however busy the machine",
+    )
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -76,9 +80,12 @@ def main() -> None:
             epochs_run.append(int(epoch))
 
         def on_train_batch_end(self, batch, logs=None):
-            print(f"epoch {epochs_run[-1]} batch {batch}", flush=True)
+            line = f"epoch {epochs_run[-1]} batch {batch}"
+            print(line, flush=True)
             if args.slow:
                 time.sleep(args.slow)
+            if args.pause and line == args.pause[0]:
+                time.sleep(float(args.pause[1]))
 
         def on_epoch_end(self, epoch, logs=None):
             print(

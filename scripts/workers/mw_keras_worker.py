@@ -36,6 +36,10 @@ def main() -> None:
     parser.add_argument("--autoshard", choices=["auto", "data", "off"], default="data")
     parser.add_argument("--backup-dir", default=None, help="wrap fit in BackupAndRestore")
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each batch")
+    parser.add_argument(
+        "--pause", nargs=2, metavar=("LINE", "SECONDS"), default=None,
+        help="after printing LINE, sleep SECONDS: the notebook kills it there, however busy the machine",
+    )
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -93,9 +97,12 @@ def main() -> None:
             print(f"{task}: epoch {epoch} begin", flush=True)
 
         def on_train_batch_end(self, batch, logs=None):
-            print(f"{task}: epoch {epochs_run[-1]} batch {batch}", flush=True)
+            line = f"{task}: epoch {epochs_run[-1]} batch {batch}"
+            print(line, flush=True)
             if args.slow:
                 time.sleep(args.slow)
+            if args.pause and line == args.pause[0]:
+                time.sleep(float(args.pause[1]))
 
         def on_epoch_end(self, epoch, logs=None):
             print(f"{task}: epoch {epoch} end", flush=True)
