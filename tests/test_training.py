@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import numpy as np
@@ -50,6 +51,26 @@ def test_doodle_arrays_renders_caches_and_limits(tmp_path) -> None:
         training.doodle_arrays(data, "test", 16, cache_dir=cache)
     with pytest.raises(FileNotFoundError):
         training.doodle_arrays(tmp_path / "missing", cache_dir=None)
+
+
+def test_doodle_arrays_cache_follows_the_data(tmp_path) -> None:
+    """Regenerated data (other classes, as after a course update) is rendered again, not read
+    from the old cache, and the old cache file is removed."""
+    from utils import quickdraw as qd
+
+    cache = tmp_path / "cache"
+    data = qd.generate_builtin(tmp_path / "doodles", per_class=4, classes=qd.BUILTIN_CLASSES[:2], seed=1)
+    old = training.doodle_arrays(data, "all", 16, cache_dir=cache)
+    assert old.num_classes == 2
+    shutil.rmtree(data)
+    data = qd.generate_builtin(tmp_path / "doodles", per_class=4, classes=qd.BUILTIN_CLASSES[:5], seed=1)
+    new = training.doodle_arrays(data, "all", 16, cache_dir=cache)
+    assert new.num_classes == 5 and set(new.y) == set(range(5)), new.class_names
+    assert len(list(cache.glob("*.npz"))) == 1  # the old data's arrays are gone
+    # the count caches the data layer writes beside the data (dot files) do not change it
+    before = training.data_fingerprint(data)
+    (data / ".counts.json").write_text("{}")
+    assert training.data_fingerprint(data) == before
 
 
 def test_weights_digest_needs_arrays() -> None:

@@ -55,8 +55,9 @@ def doodle_arrays(
 
     ``source`` is a built-in variant (``"smoke"``/``"full"``, generated on first use) or a
     directory in any format the data layer reads. Rendering costs milliseconds per drawing,
-    so the arrays are cached as ``build/cache/doodles-<name>-<split>-<size>.npz`` (written
-    atomically; worker processes then load instead of rendering again). ``limit`` keeps the
+    so the arrays are cached as ``build/cache/doodles-<name>-<fingerprint>-<split>-<size>.npz``
+    (written atomically; worker processes then load instead of rendering again; new data, a new
+    fingerprint). ``limit`` keeps the
     first ``limit`` examples. Order is the data layer's unshuffled order. Used in notebooks
     04 and 05 and their worker scripts.
     """
@@ -75,7 +76,9 @@ def doodle_arrays(
         tag = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     cache: Path | None = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"doodles-{tag}-{split}-{image_size}.npz"
+        # the data's fingerprint in the name: regenerated or edited data (a course update that
+        # changes the built-in classes) never meets arrays rendered from the old files
+        cache = Path(cache_dir) / f"doodles-{tag}-{data_fingerprint(path)}-{split}-{image_size}.npz"
         if cache.exists():
             with np.load(cache, allow_pickle=False) as data:
                 arrays = DoodleArrays(data["x"], data["y"], [str(c) for c in data["class_names"]])
@@ -100,10 +103,34 @@ def doodle_arrays(
         try:
             np.savez(tmp, x=arrays.x, y=arrays.y, class_names=np.array(arrays.class_names))
             os.replace(tmp, cache)
+            # older data's arrays, and the name used before fingerprints (never read again)
+            stale = [*cache.parent.glob(f"doodles-{tag}-*-{split}-{image_size}.npz"),
+                     cache.parent / f"doodles-{tag}-{split}-{image_size}.npz"]  # fmt: skip
+            for old in stale:
+                if old != cache:
+                    old.unlink(missing_ok=True)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
     return _limited(arrays, limit)
+
+
+def data_fingerprint(path: str | os.PathLike[str]) -> str:
+    """12 hex digits that change when any data file under ``path`` changes (name, size, mtime).
+
+    Files and folders whose name starts with a dot (the data layer's own count caches) are left
+    out. Used by :func:`doodle_arrays` to name its cache.
+    """
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        relative = file.relative_to(root) if file != root else Path(file.name)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        stat = file.stat()
+        digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:12]
 
 
 def _limited(arrays: DoodleArrays, limit: int | None) -> DoodleArrays:
