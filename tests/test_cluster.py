@@ -42,8 +42,9 @@ def ok_worker(value: int) -> None:
     report(index=cfg["task"]["index"], value=value, task=os.environ["COURSE_TASK"])
 
 
-def crashing_worker() -> None:
-    """Worker 1 starts a grandchild, then raises; worker 0 hangs in a 'collective'."""
+def crashing_worker(ready_file: str) -> None:
+    """Worker 1 starts a grandchild, then raises once worker 0 has started its own (``ready_file``
+    exists); worker 0 hangs in a 'collective'."""
     import json
     import os
     import subprocess
@@ -53,8 +54,12 @@ def crashing_worker() -> None:
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     print(f"grandchild {child.pid}", flush=True)
-    if index == 1:
-        time.sleep(0.5)
+    if index == 0:
+        open(ready_file, "w").close()
+    else:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ready_file) and time.monotonic() < deadline:
+            time.sleep(0.05)
         for i in range(30):
             print(f"line {i}")
         raise ValueError("boom in worker 1")
@@ -240,8 +245,8 @@ def test_script_target(tmp_path):
         run_workers(tmp_path / "missing.py", 1)
 
 
-def test_crashing_worker_is_reported_and_everything_stops():
-    cluster = LocalCluster(crashing_worker, 2, timeout=60, tail_lines=5)
+def test_crashing_worker_is_reported_and_everything_stops(tmp_path):
+    cluster = LocalCluster(crashing_worker, 2, args=[str(tmp_path / "worker-0-ready")], timeout=60, tail_lines=5)
     with pytest.raises(WorkerFailedError) as info:
         cluster.wait()
     err = info.value
@@ -254,11 +259,11 @@ def test_crashing_worker_is_reported_and_everything_stops():
 
 
 def test_timeout_stops_hanging_workers():
-    cluster = LocalCluster(hanging_worker, 2, timeout=3)
+    cluster = LocalCluster(hanging_worker, 2, timeout=6)  # time enough to start and print, even under load
     t0 = time.monotonic()
     with pytest.raises(ClusterTimeoutError) as info:
         cluster.wait()
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < 25
     assert info.value.running == ["worker:0", "worker:1"]
     assert "worker worker:1 waiting" in str(info.value)
     _assert_all_gone(cluster, _grandchildren(info.value.logs))
@@ -288,9 +293,10 @@ def test_wait_for_output_that_never_comes_stops_the_cluster():
 
 
 def test_sigterm_ignoring_worker_is_killed():
-    cluster = LocalCluster(sigterm_ignoring_worker, 1, timeout=2, grace=0.5)
+    cluster = LocalCluster(sigterm_ignoring_worker, 1, timeout=60, grace=0.5)
+    cluster.wait_for_output("worker:0", "ignoring SIGTERM", timeout=60)  # its handler is in place
     with pytest.raises(ClusterTimeoutError):
-        cluster.wait()
+        cluster.wait(timeout=1)
     _assert_all_gone(cluster)
     assert "ignoring SIGTERM" in cluster.logs()["worker:0"]
 
