@@ -246,7 +246,7 @@ def test_script_target(tmp_path):
 
 
 def test_crashing_worker_is_reported_and_everything_stops(tmp_path):
-    cluster = LocalCluster(crashing_worker, 2, args=[str(tmp_path / "worker-0-ready")], timeout=60, tail_lines=5)
+    cluster = LocalCluster(crashing_worker, 2, args=[tmp_path / "worker-0-ready"], timeout=60, tail_lines=5)
     with pytest.raises(WorkerFailedError) as info:
         cluster.wait()
     err = info.value
@@ -368,6 +368,8 @@ def test_bad_arguments():
         LocalCluster(ok_worker, tasks={"boss": 1})
     with pytest.raises(ValueError, match="lambda"):
         run_workers(lambda: None, 1)
+    with pytest.raises(TypeError, match="JSON values or paths"):  # a path is fine (the crash test passes one)
+        run_workers(ok_worker, 1, args=[object()])
 
 
 # ---- in-process parameter-server cluster (needs TensorFlow: run in a fresh interpreter) ---

@@ -24,8 +24,8 @@ Local multi-worker runs (one OS process per task)::
 
 - ``target`` is a ``.py`` script path, or a self-contained function (imports inside its
   body; a notebook function works too, its source is copied into a temporary script), or a
-  ``"package.module:function"`` string. The function is called with ``*args``; a script gets
-  ``args`` as its command line.
+  ``"package.module:function"`` string. The function is called with ``*args`` (JSON values;
+  paths arrive as strings); a script gets ``args`` as its command line.
 - ``tasks={"chief": 1, "worker": 2, "ps": 1}`` instead of ``num_workers`` for other shapes.
 - Each task gets ``TF_CONFIG`` (free localhost ports), the project on ``PYTHONPATH``,
   ``PYTHONUNBUFFERED=1``, ``TF_CPP_MIN_LOG_LEVEL=2``, ``COURSE_TASK`` (``"worker:0"``) and
@@ -254,6 +254,17 @@ def _module_root(module: str) -> str | None:
     return str(path.parents[depth])
 
 
+def _json_args(args: Sequence[Any]) -> str:
+    """A function target's arguments as JSON; paths become strings (as for a script target)."""
+
+    def path_or_error(value: Any) -> str:
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        raise TypeError(f"a worker function's arguments must be JSON values or paths, got {value!r}")
+
+    return json.dumps(list(args), default=path_or_error)
+
+
 def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> tuple[list[str], list[str]]:
     """The argv (after the interpreter) that runs ``target`` with ``args``, and extra sys.path."""
     if callable(target):
@@ -274,11 +285,11 @@ def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> tuple
             + "    import json, sys\n"
             + f"    {name}(*json.loads(sys.argv[1]))\n"
         )
-        return [str(script), json.dumps(list(args))], []
+        return [str(script), _json_args(args)], []
     if isinstance(target, str) and ":" in target and not target.endswith(".py"):
         module, _, name = target.partition(":")
         code = f"import json, sys; from {module} import {name}; {name}(*json.loads(sys.argv[1]))"
-        return ["-c", code, json.dumps(list(args))], []
+        return ["-c", code, _json_args(args)], []
     path = Path(target)
     if not path.is_absolute() and not path.exists():
         path = PROJECT_ROOT / path
