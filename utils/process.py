@@ -108,8 +108,8 @@ def _ctrl_c_held() -> Iterator[list[int]]:
     that nobody holds (CPython neither returns nor kills it). Only the main thread receives
     Python's signal handlers, so elsewhere nothing is held.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield []
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield []  # not the main thread, or a handler installed outside Python that we could not put back
         return
     pressed: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
