@@ -8,6 +8,7 @@ worker 0 waits in ``MultiWorkerMirroredStrategy()``; then the notebook's own las
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
     hang_cell = cell_starting(cells, "def worker(absent):")
     final_check = cell_starting(cells, "import psutil")
     manager, client = start_new_kernel(kernel_name="python3", cwd=str(NOTEBOOK.parent))
+    folder = None
     try:
         kernel = psutil.Process(manager.provisioner.process.pid)
         for code in (setup, imports):
@@ -97,3 +99,5 @@ def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
     finally:
         manager.shutdown_kernel(now=True)
         client.stop_channels()
+        if folder is not None and folder.name.startswith("course-09-"):  # left when a check above failed
+            shutil.rmtree(folder, ignore_errors=True)
