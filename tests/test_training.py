@@ -73,6 +73,17 @@ def test_doodle_arrays_cache_follows_the_data(tmp_path) -> None:
     assert training.data_fingerprint(data) == before
 
 
+def test_pause_after_a_line_that_starts_with_the_pause_line(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(training.time, "sleep", slept.append)
+    pause = ["worker:1 step 7 ", "2.5"]
+    training.pause_after("worker:1 step 6 t=1.0", pause)
+    training.pause_after("worker:1 step 70 t=1.0", pause)
+    training.pause_after("worker:1 step 7 t=1.0", pause)
+    training.pause_after("worker:1 step 7 t=1.0", None)
+    assert slept == [2.5]
+
+
 def test_weights_digest_needs_arrays() -> None:
     with pytest.raises(ValueError, match="no arrays"):
         training.weights_digest([])

@@ -11,9 +11,11 @@ no NumPy-2-only API: notebook 07's Horovod environment (TensorFlow 2.12, NumPy 1
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +59,8 @@ def doodle_arrays(
     directory in any format the data layer reads. Rendering costs milliseconds per drawing,
     so the arrays are cached as ``build/cache/doodles-<name>-<fingerprint>-<split>-<size>.npz``
     (written atomically; worker processes then load instead of rendering again; new data, a new
-    fingerprint). ``limit`` keeps the
-    first ``limit`` examples. Order is the data layer's unshuffled order. Used in notebooks
-    04 and 05 and their worker scripts.
+    fingerprint). ``limit`` keeps the first ``limit`` examples. Order is the data layer's
+    unshuffled order. Used in notebooks 04 and 05 and their worker scripts.
     """
     from utils import quickdraw as qd
 
@@ -131,6 +132,25 @@ def data_fingerprint(path: str | os.PathLike[str]) -> str:
         stat = file.stat()
         digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:12]
+
+
+def add_pause_option(parser: argparse.ArgumentParser) -> None:
+    """Give a worker script ``--pause LINE SECONDS`` (see :func:`pause_after`)."""
+    parser.add_argument(
+        "--pause", nargs=2, metavar=("LINE", "SECONDS"), default=None,
+        help="after printing a line that starts with LINE, sleep SECONDS (the notebook acts there)",
+    )  # fmt: skip
+
+
+def pause_after(line: str, pause: Sequence[str] | None) -> None:
+    """Sleep ``pause[1]`` seconds if ``line`` (just printed) starts with ``pause[0]``.
+
+    Notebooks 04 and 10 kill a worker, or cut its cable, when it prints a given line; the pause
+    keeps the worker at that line however late a busy notebook reads it. Used by the worker
+    scripts of notebooks 04 and 10.
+    """
+    if pause and line.startswith(pause[0]):
+        time.sleep(float(pause[1]))
 
 
 def _limited(arrays: DoodleArrays, limit: int | None) -> DoodleArrays:

@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
+    from utils import training  # numpy only: TensorFlow is imported after the arguments are read
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backup-dir", required=True)
     parser.add_argument("--data", default="smoke")
@@ -29,10 +31,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--batch-per-replica", type=int, default=32)
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each batch")
-    parser.add_argument(
-        "--pause", nargs=2, metavar=("LINE", "SECONDS"), default=None,
-        help="after printing LINE, sleep SECONDS: the notebook kills it there, however busy the machine",
-    )
+    training.add_pause_option(parser)
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -84,8 +83,7 @@ def main() -> None:
             print(line, flush=True)
             if args.slow:
                 time.sleep(args.slow)
-            if args.pause and line == args.pause[0]:
-                time.sleep(float(args.pause[1]))
+            training.pause_after(line, args.pause)
 
         def on_epoch_end(self, epoch, logs=None):
             print(

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
+    from utils import training  # numpy only: TensorFlow is imported after the arguments are read
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="smoke", help="built-in variant or a doodle directory")
     parser.add_argument("--image-size", type=int, default=28)
@@ -36,10 +38,7 @@ def main() -> None:
     parser.add_argument("--autoshard", choices=["auto", "data", "off"], default="data")
     parser.add_argument("--backup-dir", default=None, help="wrap fit in BackupAndRestore")
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each batch")
-    parser.add_argument(
-        "--pause", nargs=2, metavar=("LINE", "SECONDS"), default=None,
-        help="after printing LINE, sleep SECONDS: the notebook kills it there, however busy the machine",
-    )
+    training.add_pause_option(parser)
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -101,8 +100,7 @@ def main() -> None:
             print(line, flush=True)
             if args.slow:
                 time.sleep(args.slow)
-            if args.pause and line == args.pause[0]:
-                time.sleep(float(args.pause[1]))
+            training.pause_after(line, args.pause)
 
         def on_epoch_end(self, epoch, logs=None):
             print(f"{task}: epoch {epoch} end", flush=True)

@@ -9,7 +9,7 @@ Keras 3's ``fit`` does not run under ``MultiWorkerMirroredStrategy``, see notebo
 Every all-reduce has a timeout (``CommunicationOptions(timeout_seconds=...)``), so a worker
 whose peer went silent fails with ``DeadlineExceededError`` instead of waiting forever;
 ``BackupAndRestore(save_freq=K)`` saves every K steps, so a restarted job resumes from the
-last backup. ``--pause worker:1 S P`` makes worker 1 wait P seconds after step S, so
+last backup. ``--pause "worker:1 step S " P`` makes worker 1 wait P seconds after step S, so
 that notebook 10 cuts the cable between two steps however busy the machine is: a cut just
 after a backup made the survivor log the timeout and then hang in 2 of 17 tries (TF 2.21).
 Each worker prints ``worker:I step S`` (S counts steps from the start of the job) after
@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:
+    from utils import training  # numpy only: TensorFlow is imported after the arguments are read
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backup-dir", required=True)
     parser.add_argument("--epochs", type=int, default=2)
@@ -37,10 +39,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="collective timeout (s)")
     parser.add_argument("--batch-per-replica", type=int, default=32)
     parser.add_argument("--slow", type=float, default=0.0, help="sleep this long after each step")
-    parser.add_argument(
-        "--pause", nargs=3, metavar=("TASK", "STEP", "SECONDS"), default=None,
-        help="TASK (e.g. worker:1) sleeps SECONDS after STEP; keep SECONDS < --timeout",
-    )
+    training.add_pause_option(parser)  # keep SECONDS < --timeout
     args = parser.parse_args()
 
     import numpy as np
@@ -76,7 +75,6 @@ def main() -> None:
     y = (x[:, :10].argmax(axis=1)).astype("int64")
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch, drop_remainder=True).repeat()
     steps_run: list[int] = []
-    pause = (args.pause[0], int(args.pause[1]), float(args.pause[2])) if args.pause else None
 
     class Progress(keras.callbacks.Callback):
         """Print ``worker:I step S`` after every step (S counts from the start of the job)."""
@@ -87,11 +85,11 @@ def main() -> None:
         def on_train_batch_end(self, batch, logs=None):
             step = int(self.epoch) * args.steps_per_epoch + int(batch) + 1
             steps_run.append(step)
-            print(f"{name} step {step} t={time.time():.3f}", flush=True)
+            line = f"{name} step {step} t={time.time():.3f}"
+            print(line, flush=True)
             if args.slow:
                 time.sleep(args.slow)
-            if pause and (name, step) == pause[:2]:  # a quiet moment between two steps: the cable cut
-                time.sleep(pause[2])
+            training.pause_after(line, args.pause)  # a quiet moment between two steps: the cable cut
 
     model.fit(
         data,
