@@ -30,7 +30,7 @@ from utils.quickdraw.formats import Drawing, write_kaggle_csv
 from utils.quickdraw.labels import LabelMap
 from utils.quickdraw.shapes import TEMPLATES
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
 
 #: Variants: drawings per class for training, and per class for the Kaggle-style test file.
