@@ -37,7 +37,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,10 +56,12 @@ KINDS = ("logical-cpu", "logical-gpu", "gpu")
 
 @dataclass(frozen=True)
 class GpuInfo:
-    """One physical GPU as the plan sees it: a name and its memory in MiB (None: unknown)."""
+    """One physical GPU as the plan sees it: a name, its memory in MiB and its compute
+    capability (None: unknown)."""
 
     name: str = "GPU"
     memory_mb: int | None = None
+    compute_capability: tuple[int, int] | None = None
 
 
 def usable_memory_mb(memory_mb: int | None, parts: int) -> int:
@@ -232,8 +234,13 @@ def detect_gpus() -> list[GpuInfo]:
 
     TensorFlow's own list is authoritative once TensorFlow is imported (a CPU-only build
     sees none even when a GPU is there); ``nvidia-smi`` gives names and memory.
-    Used by ``utils.setup`` and ``utils.cluster``.
+    Under the GPU rehearsal (``COURSE_REHEARSE_GPUS``, :mod:`infra.rehearsal`) these are the
+    rehearsed GPUs. Used by ``utils.setup`` and ``utils.cluster``.
     """
+    from infra import rehearsal
+
+    if rehearsal.spec():
+        return [GpuInfo(g.name, g.memory_mb, g.compute_capability) for g in rehearsal.visible_gpus()]
     smi: list[GpuInfo] = []
     if shutil.which("nvidia-smi"):
         try:
@@ -274,7 +281,7 @@ class DeviceRequest:
 
 _applied: DeviceRequest | None = None
 
-_TOO_LATE = (
+TOO_LATE = (
     "TensorFlow's devices are fixed once its runtime has initialised (the first op, the first "
     "strategy or the first list_logical_devices call), so they cannot be changed in this "
     "process. Restart the kernel (Kernel → Restart Kernel) and run the setup cell first; to "
@@ -316,6 +323,7 @@ def configure_devices(
     gpu_split: int = 1,
     gpu_memory_limit_mb: int | None = None,
     gpu_memory_growth: bool = False,
+    initialise: bool = True,
 ) -> DeviceRequest:
     """Split the CPU into ``logical_cpus`` devices and optionally configure the GPUs.
 
@@ -324,6 +332,11 @@ def configure_devices(
     many logical GPUs of ``gpu_memory_limit_mb`` each, ``gpu_memory_limit_mb`` alone caps
     each GPU, and ``gpu_memory_growth`` makes TensorFlow allocate GPU memory as needed.
     Without GPUs the GPU arguments are recorded but have nothing to act on.
+
+    With a memory cap, ``initialise`` starts TensorFlow's runtime here so that the capped
+    devices allocate on demand (:func:`_initialise_with_growth`); a worker process passes
+    False, because starting the runtime before ``MultiWorkerMirroredStrategy`` makes it fail
+    ("Collective ops must be configured at program startup").
 
     Once per process: the same request again is a no-op, a different one raises
     :class:`DeviceConfigError`. Used by ``utils.setup`` in every notebook.
@@ -336,7 +349,7 @@ def configure_devices(
     if _applied is not None:
         raise DeviceConfigError(
             f"devices were already configured in this process as {_applied}; "
-            f"now {request} was asked for. {_TOO_LATE}"
+            f"now {request} was asked for. {TOO_LATE}"
         )
 
     import tensorflow as tf
@@ -361,7 +374,7 @@ def configure_devices(
                     ],
                 )
                 capped = True
-        if capped:
+        if capped and initialise:
             _initialise_with_growth(tf)
     except RuntimeError as error:
         # TensorFlow initialised before we got here: accept it only if it already matches.
@@ -369,7 +382,7 @@ def configure_devices(
             _applied = request
             return request
         raise DeviceConfigError(
-            f"cannot configure {request}: TensorFlow said {str(error)!r}. {_TOO_LATE}"
+            f"cannot configure {request}: TensorFlow said {str(error)!r}. {TOO_LATE}"
         ) from error
     _applied = request
     return request
@@ -424,31 +437,43 @@ def configure_worker() -> WorkerDevices:
     assigned (``COURSE_WORKER_DEVICES``, set by ``utils.cluster``) and return them.
 
     ``CUDA_VISIBLE_DEVICES`` already limits the worker to its GPU(s); a worker that shares a
-    GPU also gets a memory cap (one logical GPU of ``memory_limit_mb``, growing on demand).
+    GPU also gets a memory cap (one logical GPU of ``memory_limit_mb``), set without starting
+    TensorFlow's runtime: ``MultiWorkerMirroredStrategy`` must start it itself, and the
+    launcher's ``TF_FORCE_GPU_ALLOW_GROWTH`` makes the capped GPU allocate on demand.
     ``.collective`` is the MWMS implementation to use (``"NCCL"``, or ``"RING"`` on CPUs and
-    on a shared GPU). Outside a local cluster (a real machine) nothing is configured and the
-    collective is ``"AUTO"``. Used by the worker programs of notebooks 02 and 04–06.
+    on a shared GPU; RING under the GPU rehearsal, which says so). Outside a local cluster (a
+    real machine) nothing is configured and the collective is ``"AUTO"``. TF32 is switched off
+    (:func:`exact_float32`). Used by the worker programs of notebooks 02 and 04–06.
     """
+    from infra import rehearsal
+
+    rehearsal.activate()
+    exact_float32()
     text = os.environ.get(WORKER_DEVICES_VAR)
     if not text:
         return WorkerDevices(os.environ.get("COURSE_TASK", "worker:0"), collective="AUTO")
     data = json.loads(text)
     worker = WorkerDevices(data["task"], tuple(data["gpus"]), data["memory_limit_mb"], data["shared"], data["collective"])
     if worker.memory_limit_mb is not None:
-        configure_devices(1, gpu_memory_limit_mb=worker.memory_limit_mb)
+        configure_devices(1, gpu_memory_limit_mb=worker.memory_limit_mb, initialise=False)
+    if worker.collective == "NCCL" and rehearsal.spec():
+        print(f"[rehearsal] {worker.task}: RING instead of NCCL (NCCL needs real GPUs)", file=sys.stderr)
+        worker = replace(worker, collective="RING")
     return worker
+
+
+def exact_float32() -> None:
+    """Switch TF32 off: Ampere and newer GPUs otherwise run float32 matrix products with a
+    10-bit mantissa, and the course compares results across setups to 1e-5. No effect on
+    CPUs and older GPUs. Used by ``utils.setup`` and :func:`configure_worker`."""
+    import tensorflow as tf
+
+    tf.config.experimental.enable_tensor_float_32_execution(False)
 
 
 def applied_request() -> DeviceRequest | None:
     """The configuration applied in this process so far, or None (tests, notebook 00)."""
     return _applied
-
-
-def has_gpu() -> bool:
-    """True when TensorFlow sees at least one physical GPU (notebooks 00, 03, 04)."""
-    import tensorflow as tf
-
-    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def strategy_devices(max_devices: int | None = None) -> list[str]:

@@ -20,6 +20,7 @@ from utils.devices import DevicePlan
 
 # Pythons TensorFlow 2.21 ships wheels for (checked on PyPI); tools/bootstrap.sh accepts the same.
 SUPPORTED_PYTHONS = ((3, 10), (3, 11), (3, 12), (3, 13))
+_setup_args: int | None = None  # the logical_devices of this kernel's first setup
 
 
 class VersionError(RuntimeError):
@@ -39,6 +40,7 @@ class CourseEnv:
     python_version: str
     plan: DevicePlan
     devices: list[str] = field(default_factory=list)
+    rehearsal_line: str | None = None
 
     @property
     def replicas(self) -> int:
@@ -56,9 +58,10 @@ class CourseEnv:
         return self.plan.simulated
 
     @property
-    def physical_gpus(self) -> list[str]:
-        """Names of the physical GPUs found (empty without a GPU)."""
-        return [g.name for g in self.plan.gpus]
+    def rehearsal(self) -> bool:
+        """True under the GPU rehearsal: the plan's GPUs are stand-ins on the CPU
+        (``COURSE_REHEARSE_GPUS``, :mod:`infra.rehearsal`), every time is a CPU time."""
+        return self.rehearsal_line is not None
 
     def summary(self) -> str:
         mode = "smoke settings (COURSE_SMOKE=1)" if self.smoke else "full settings"
@@ -67,6 +70,7 @@ class CourseEnv:
             f"Chapter {self.chapter:02d} · Python {self.python_version}, TensorFlow {self.tf_version}, "
             f"Keras {self.keras_version} · {mode} · {where} · seed {self.seed}\n"
             f"Replicas: {self.plan.describe()}"
+            + (f"\n{self.rehearsal_line}" if self.rehearsal_line else "")
         )
 
 
@@ -104,13 +108,22 @@ def setup(
     the same arguments; with other ones it raises :class:`utils.devices.DeviceConfigError`
     (restart the kernel).
     """
+    global _setup_args
     if not isinstance(chapter, int) or not 0 <= chapter <= 99:
         raise ValueError(f"chapter must be a whole number 0–99, got {chapter!r}")
+    from utils import devices
+
+    if _setup_args is not None and _setup_args != logical_devices:
+        raise devices.DeviceConfigError(
+            f"utils.setup ran with logical_devices={_setup_args} in this kernel; now "
+            f"logical_devices={logical_devices} was asked for. {devices.TOO_LATE}"
+        )
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
+    from infra import rehearsal
+
+    rehearsed = rehearsal.activate()
 
     import tensorflow as tf
-
-    from utils import devices
 
     keras_version = getattr(tf.keras, "__version__", None) or tf.keras.__name__
     try:
@@ -123,6 +136,8 @@ def setup(
     tf.get_logger().setLevel("ERROR")
 
     plan = devices.apply_plan(devices.plan_devices(devices.detect_gpus(), logical_devices))
+    _setup_args = logical_devices
+    devices.exact_float32()  # the notebooks compare float32 results across setups to 1e-5
     tf.keras.utils.set_random_seed(seed)  # Python, NumPy and TensorFlow in one call
     figures.use_course_style(chapter)
     env = CourseEnv(
@@ -135,6 +150,7 @@ def setup(
         python_version=platform.python_version(),
         plan=plan,
         devices=devices.strategy_devices(),
+        rehearsal_line=rehearsal.describe() if rehearsed else None,
     )
     if env.replicas != plan.replicas:  # e.g. TensorFlow initialised before setup with other devices
         raise devices.DeviceConfigError(

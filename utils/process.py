@@ -39,7 +39,10 @@ from utils.config import PROJECT_ROOT
 # --------------------------------------------------------------------------------------------
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a child: ours, quiet TensorFlow logs, unbuffered output, the
-    project root first on ``PYTHONPATH``, then ``extra`` (which wins)."""
+    project root first on ``PYTHONPATH`` (after the GPU rehearsal's start-up hook when
+    ``COURSE_REHEARSE_GPUS`` is set), then ``extra`` (which wins)."""
+    from infra import rehearsal
+
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
@@ -47,6 +50,8 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     if extra:
         env.update(extra)
+    if env.get(rehearsal.ENV_VAR):
+        env["PYTHONPATH"] = rehearsal.child_pythonpath(env["PYTHONPATH"])
     return env
 
 

@@ -1,0 +1,1 @@
+"""The course's machinery: what runs the lessons, not what they teach (see README.md)."""
