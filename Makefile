@@ -54,12 +54,12 @@ book: venv
 format: venv
 	$(PY) tools/nbclean.py $(NOTEBOOKS)
 	$(PY) tools/slidemeta.py $(NOTEBOOKS)
-	$(PY) -m ruff check --fix utils tests scripts benchmarks tools notebooks
+	$(PY) -m ruff check --fix .
 
 lint: venv
 	$(PY) tools/nbclean.py --check $(NOTEBOOKS)
 	$(PY) tools/slidemeta.py --check $(NOTEBOOKS)
-	$(PY) -m ruff check utils tests scripts benchmarks tools notebooks
+	$(PY) -m ruff check .
 
 # The speed benchmarks, then the sim-to-real check of issue 19: three small CNNs trained on the
 # built-in doodles only, scored on the real drawings of data/real (about 25 min on 2 cores).

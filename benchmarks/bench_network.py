@@ -1,6 +1,6 @@
 """Communication measured vs modelled: ring all-reduce vs parameter server, N = 2..4, one run.
 
-On a virtual network (``utils.netns``: a namespace per host, links shaped with ``tc``), for
+On a virtual network (``infra.netns``: a namespace per host, links shaped with ``tc``), for
 each N this runs notebook 10's worker programs and prints, side by side, measured ÷ model:
 
 - **bytes**: ring — every host's sent and received bytes per all-reduce ÷ ``2(N−1)/N·M``
@@ -33,14 +33,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from utils import netns  # noqa: E402
+from infra import netns  # noqa: E402
+from infra.cluster import LocalCluster, run_workers  # noqa: E402
 from utils.allreduce import (  # noqa: E402
     parameter_server_allreduce,
     parameter_server_time,
     ring_allreduce,
     ring_allreduce_time,
 )
-from utils.cluster import LocalCluster, run_workers  # noqa: E402
 
 WORKERS = Path(__file__).resolve().parent.parent / "scripts" / "workers"
 

@@ -27,8 +27,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from infra.devices import detect_gpus  # noqa: E402
 from utils import config  # noqa: E402
-from utils.devices import GpuInfo, detect_gpus, plan_devices  # noqa: E402
+from utils.devices import GpuInfo, plan_devices  # noqa: E402
 
 NOTEBOOKS = [f"{n:02d}" for n in range(7)]
 NO_GPU = "gpu-check: no GPU found (nvidia-smi lists none): this check is for machines with GPUs; `make test` checks the CPU path"

@@ -1,11 +1,11 @@
 """A minimal MultiWorkerMirroredStrategy training script: the same file runs on every machine.
 
 Used by ``docs/cluster.md`` (several machines, Slurm, Kubernetes) and by ``tests/test_cluster.py``
-(two local workers through ``utils.cluster``); notebook 02 teaches the same steps in a cell.
+(two local workers through ``infra.cluster``); notebook 02 teaches the same steps in a cell.
 
 Who this process is comes from the environment:
 
-- ``TF_CONFIG`` (set by hand, by ``python -m utils.tfconfig``, by ``utils.cluster.LocalCluster``
+- ``TF_CONFIG`` (set by hand, by ``python -m utils.tfconfig``, by ``infra.cluster.LocalCluster``
   or by the Kubeflow TFJob operator), or
 - ``--slurm``: Slurm's variables (``SLURM_PROCID``, ``SLURM_STEP_NODELIST``, ...) through
   ``tf.distribute.cluster_resolver.SlurmClusterResolver``.
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     digest = hashlib.sha256(weights.tobytes()).hexdigest()
     print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; weights sha256 {digest}", flush=True)
     try:
-        from utils.cluster import report
+        from infra.cluster import report
 
         report(task=f"{task_type}:{task_id}", losses=losses, sha256=digest)
     except ImportError:  # run outside the course: the printed lines are enough

@@ -31,7 +31,7 @@ MultiWorkerMirroredStrategy every worker writes checkpoints and saves the model,
 TensorFlow's multi-worker tutorials say (saving can involve collective ops): the other
 workers into a scratch folder ``.workers/<task>`` that they delete when done.
 
-Used by notebook 06 (also for its multi-worker part, through ``utils.cluster``).
+Used by notebook 06 (also for its multi-worker part, through ``infra.cluster``).
 """
 
 from __future__ import annotations
@@ -137,18 +137,19 @@ def make_strategy(name: str, logical_devices: int) -> Any:
     """The ``tf.distribute`` strategy for ``--strategy`` (create it before other TF work)."""
     import tensorflow as tf
 
-    from utils import devices
+    from infra import devices
+    from utils.devices import plan_devices, strategy_devices
 
     if name == "multiworker":
         if "TF_CONFIG" not in os.environ:
             print("warning: TF_CONFIG is not set; MultiWorkerMirroredStrategy runs as one worker")
-        worker = devices.configure_worker()  # the devices utils.cluster assigned (none set by hand: AUTO)
+        worker = devices.configure_worker()  # the devices infra.cluster assigned (none set by hand: AUTO)
         options = tf.distribute.experimental.CommunicationOptions(implementation=worker.collective)
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    plan = devices.apply_plan(devices.plan_devices(devices.detect_gpus(), logical_devices))
+    plan = devices.apply_plan(plan_devices(devices.detect_gpus(), logical_devices))
     print(f"replicas: {plan.describe()}")
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(devices.strategy_devices())
+        return tf.distribute.MirroredStrategy(strategy_devices())
     return tf.distribute.get_strategy()
 
 
@@ -435,8 +436,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1) + "\n")
         say(f"results written to {results_path}")
-    if os.environ.get("COURSE_TASK"):  # launched by utils.cluster: report to the notebook
-        from utils.cluster import report
+    if os.environ.get("COURSE_TASK"):  # launched by infra.cluster: report to the notebook
+        from infra.cluster import report
 
         report(
             **{k: v for k, v in results.items() if k != "history"},

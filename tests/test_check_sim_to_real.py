@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from infra.process import child_env
 from utils.config import PROJECT_ROOT
 from utils.metrics import map_at_k, top_k_accuracy
-from utils.process import child_env
 
 SCRIPT = PROJECT_ROOT / "scripts" / "check_sim_to_real.py"
 

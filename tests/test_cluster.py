@@ -1,4 +1,4 @@
-"""Tests for utils.cluster: local launcher, device assignment, clean-up, PS cluster."""
+"""Tests for infra.cluster: local launcher, device assignment, clean-up, PS cluster."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from utils import cluster as uc
-from utils.cluster import (
+from infra import cluster as uc
+from infra.cluster import (
     ClusterTimeoutError,
     LocalCluster,
     WorkerFailedError,
@@ -34,7 +34,7 @@ def ok_worker(value: int) -> None:
     import json
     import os
 
-    from utils.cluster import report
+    from infra.cluster import report
 
     cfg = json.loads(os.environ["TF_CONFIG"])
     print(f"hello from {cfg['task']['type']} {cfg['task']['index']}")
@@ -167,10 +167,10 @@ def test_notebook_style_function_source_is_copied(tmp_path):
             """
             import sys
             sys.path.insert(0, sys.argv[1])
-            from utils.cluster import run_workers
+            from infra.cluster import run_workers
 
             def work(x):
-                from utils.cluster import report
+                from infra.cluster import report
                 report(x=x * 2)
 
             print(run_workers(work, 2, args=[21], timeout=60).reports)
@@ -185,7 +185,7 @@ def test_notebook_style_function_source_is_copied(tmp_path):
 def env_worker() -> None:
     import os
 
-    from utils.cluster import report
+    from infra.cluster import report
 
     report(color=os.environ.get("COLOR"), shared=os.environ.get("SHARED"))
 
@@ -203,8 +203,8 @@ def device_worker() -> None:
     import json
     import os
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
 
     worker = configure_worker()  # no TensorFlow needed when nothing has to be capped
     plan = json.loads(os.environ["COURSE_WORKER_DEVICES"])
@@ -322,7 +322,7 @@ def test_workers_die_when_the_launcher_is_killed(tmp_path):
             """
             import sys, time
             sys.path.insert(0, sys.argv[1])
-            from utils.cluster import LocalCluster
+            from infra.cluster import LocalCluster
             cluster = LocalCluster("tests.test_cluster:sigterm_free_sleeper", 2).start()
             print(" ".join(map(str, cluster.pids)), flush=True)
             time.sleep(300)
@@ -378,7 +378,7 @@ def test_in_process_ps_cluster_runs_coordinator_steps():
     code = textwrap.dedent(
         """
         import tensorflow as tf
-        from utils.cluster import start_in_process_ps_cluster, in_process_servers
+        from infra.cluster import start_in_process_ps_cluster, in_process_servers
         resolver = start_in_process_ps_cluster(num_workers=2, num_ps=1)
         spec = resolver.cluster_spec().as_dict()
         assert len(spec["worker"]) == 2 and len(spec["ps"]) == 1, spec

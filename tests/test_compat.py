@@ -27,6 +27,7 @@ ENTRY_POINTS = [
 NUMPY2_ONLY = {"trapezoid", "concat", "isdtype", "unstack", "permute_dims", "matrix_transpose", "vecdot",
                "astype", "bitwise_count", "cumulative_sum", "cumulative_prod", "unique_values", "unique_counts"}
 HEAVY = {"tensorflow", "keras", "tf_keras"}
+COURSE_PACKAGES = {"utils", "infra", "quickdraw"}
 
 
 def notebook07_sources() -> list[str]:
@@ -35,14 +36,14 @@ def notebook07_sources() -> list[str]:
 
 
 def utils_imports(tree: ast.AST) -> set[str]:
-    """The ``utils`` modules a file imports anywhere in it (top level or inside functions)."""
+    """The course's modules (``utils``, ``infra``, ``quickdraw``) a file imports anywhere in it."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "utils":
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in COURSE_PACKAGES:
             found.add(node.module)
             found.update(f"{node.module}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "utils")
+            found.update(a.name for a in node.names if a.name.split(".")[0] in COURSE_PACKAGES)
     return found
 
 
@@ -74,7 +75,7 @@ def reached_modules() -> dict[str, ast.AST]:
 
 def test_the_modules_notebook_07_reaches_are_found() -> None:
     reached = reached_modules()
-    assert {"utils.horovod", "utils.horovod_job", "utils.training", "utils.models", "utils.quickdraw"} <= set(reached)
+    assert {"infra.horovod", "infra.horovod_job", "utils.training", "utils.models", "utils.quickdraw"} <= set(reached)
 
 
 @pytest.mark.parametrize("name", sorted(reached_modules()))

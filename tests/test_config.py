@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from infra.process import run_python
 from utils import config
-from utils.process import run_python
 
 
 def test_choose_follows_smoke() -> None:

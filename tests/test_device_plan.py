@@ -12,11 +12,11 @@ import json
 
 import pytest
 
+from infra.devices import parse_nvidia_smi
 from utils.devices import (
     WORKER_DEVICES_VAR,
     GpuInfo,
     WorkerDevices,
-    parse_nvidia_smi,
     plan_devices,
     plan_workers,
     usable_memory_mb,

@@ -1,11 +1,11 @@
-"""utils.devices applies a configuration once per process; each case runs in a fresh process."""
+"""infra.devices applies a configuration once per process; each case runs in a fresh process."""
 
 from __future__ import annotations
 
 import pytest
 
-from utils.devices import DeviceRequest, _validate
-from utils.process import run_python
+from infra.devices import DeviceRequest, _validate
+from infra.process import run_python
 
 pytestmark = pytest.mark.slow
 
@@ -22,12 +22,13 @@ def test_bad_requests_are_rejected_before_tensorflow_starts() -> None:
 def test_configure_same_again_is_noop_and_conflict_is_clear() -> None:
     result = run_python(
         """
-        from utils import devices
+        from infra import devices
+        from utils.devices import describe_devices, device_report, strategy_devices
         devices.configure_devices(3)
         devices.configure_devices(3)
-        print("devices", len(devices.strategy_devices()), devices.strategy_devices(2))
-        print(devices.describe_devices())
-        report = devices.device_report()
+        print("devices", len(strategy_devices()), strategy_devices(2))
+        print(describe_devices())
+        report = device_report()
         print("rows", len(report[report.level == "logical"]))
         try:
             devices.configure_devices(2)
@@ -48,7 +49,7 @@ def test_too_late_gives_a_clear_error_unless_it_already_matches() -> None:
     result = run_python(
         """
         import tensorflow as tf
-        from utils import devices
+        from infra import devices
         tf.constant(1.0)  # initialises the runtime with one CPU device
         devices.configure_devices(1)  # already true: accepted
         try:
@@ -107,7 +108,7 @@ def test_worker_with_a_memory_cap_on_a_cpu_only_machine_starts() -> None:
         import json, os
         os.environ["COURSE_WORKER_DEVICES"] = json.dumps(
             {"task": "worker:1", "gpus": [0], "memory_limit_mb": 2048, "shared": True, "collective": "RING"})
-        from utils import devices
+        from infra import devices
         worker = devices.configure_worker()
         import tensorflow as tf
         print(worker.collective, worker.memory_limit_mb, len(tf.config.list_logical_devices("CPU")),

@@ -1,4 +1,4 @@
-"""Notebook 07's helpers (utils.horovod, utils.horovod_job), its set-up script and its files.
+"""Notebook 07's helpers (infra.horovod, infra.horovod_job), its set-up script and its files.
 
 These run in the main environment: no TensorFlow, no Horovod. The one test that needs the
 Horovod environment (``make horovod``) is marked ``horovod_env`` and skipped when it is not
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils import config, horovod, horovod_job, training
+from infra import horovod, horovod_job
+from utils import config, training
 
 ROOT = config.PROJECT_ROOT
 HOROVOD_PYTHON = ROOT / ".venv-horovod" / "bin" / "python"
@@ -33,7 +34,7 @@ HOROVOD_STAMP = ROOT / ".venv-horovod" / ".course-horovod-stamp"  # written when
 NOTEBOOK = ROOT / "notebooks" / "07_horovod.ipynb"
 
 
-# --- utils.horovod: command lines and output ---------------------------------------------
+# --- infra.horovod: command lines and output ---------------------------------------------
 
 
 def test_hosts_arg() -> None:
@@ -153,7 +154,7 @@ def test_horovodrun_path_reports_missing(tmp_path: Path, monkeypatch: pytest.Mon
         horovod.horovodrun_path(tmp_path / "python")
 
 
-# --- utils.horovod: running, timeouts and cleanup (with a fake horovodrun) -----------------
+# --- infra.horovod: running, timeouts and cleanup (with a fake horovodrun) -----------------
 
 FAKE_LAUNCHER = """\
 #!{python}
@@ -279,7 +280,7 @@ def test_run_horovod_rejects_bad_timeout(fake_horovodrun: str) -> None:
         horovod.run_horovod(["ok"], np=1, horovodrun=fake_horovodrun, timeout=0)
 
 
-# --- utils.horovod_job --------------------------------------------------------------------
+# --- infra.horovod_job --------------------------------------------------------------------
 
 
 def test_load_images_are_the_builtin_doodles() -> None:
@@ -355,7 +356,7 @@ def test_rank_report_round_trip(tmp_path: Path) -> None:
 
 _WATCHED = """
 import sys, time
-from utils.horovod_job import watchdog
+from infra.horovod_job import watchdog
 with watchdog(float(sys.argv[1]), "the test block", grace=0.2, exit_code=7):
     time.sleep(float(sys.argv[2]))
 print("finished", flush=True)

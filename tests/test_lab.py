@@ -20,8 +20,8 @@ import uuid
 
 import pytest
 
+from infra.process import stop_child
 from utils import config
-from utils.process import stop_child
 
 pytestmark = pytest.mark.slow
 

@@ -148,7 +148,7 @@ print("RESULT", json.dumps(out))
 
 @pytest.mark.slow
 def test_keras_metric_matches_numpy() -> None:
-    from utils.process import run_python
+    from infra.process import run_python
 
     res = run_python(KERAS_CHECK, timeout=240)
     assert res.ok, res.tail(30)

@@ -41,7 +41,7 @@ def test_models_output_logits_and_take_the_momentum() -> None:
 @pytest.mark.slow
 def test_build_cnn_keras3_and_tf_keras() -> None:
     # Keras 3 and tf-keras in a child process: importing both is slow and sets global state.
-    from utils.process import run_python
+    from infra.process import run_python
 
     result = run_python(
         textwrap.dedent(

@@ -1,7 +1,7 @@
-"""Tests for utils.netns: input checks, the network itself, byte counters, clean-up, fallback.
+"""Tests for infra.netns: input checks, the network itself, byte counters, clean-up, fallback.
 
 The tests that build networks need root (or CAP_NET_ADMIN) and iproute2; elsewhere they are
-skipped with the reason :func:`utils.netns.network_problem` gives. No TensorFlow here.
+skipped with the reason :func:`infra.netns.network_problem` gives. No TensorFlow here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from utils import netns
-from utils.netns import (
+from infra import netns
+from infra.netns import (
     LOOPBACK_LABEL,
     LinkBytes,
     LoopbackNetwork,
@@ -306,7 +306,7 @@ def test_errors_inside_the_block_still_clean_up_and_kill_processes_inside():
 @needs_netns
 def test_cluster_link_bytes_in_a_task():
     with VirtualNetwork(["worker:0", "worker:1"]) as net:
-        code = "from utils.netns import cluster_link_bytes; import json; print(json.dumps({h: [b.sent, b.received] for h, b in cluster_link_bytes().items()}))"
+        code = "from infra.netns import cluster_link_bytes; import json; print(json.dumps({h: [b.sent, b.received] for h, b in cluster_link_bytes().items()}))"
         env = dict(os.environ, PYTHONPATH=str(ROOT), **net.task_env())
         out = net.run("worker:1", [sys.executable, "-c", code], env=env)
         assert out.returncode == 0, out.stderr
@@ -318,7 +318,7 @@ def test_cluster_link_bytes_in_a_task():
 
 CREATOR = """
 import signal, sys, time
-from utils.netns import VirtualNetwork
+from infra.netns import VirtualNetwork
 net = VirtualNetwork(3, rate="50mbit").create()
 net.popen("host0", ["sleep", "300"])
 print("ready", flush=True)
@@ -399,7 +399,7 @@ def _children(parent: int) -> list[int]:
 
 
 # --------------------------------------------------------------------------------------------
-# utils.cluster with network=...
+# infra.cluster with network=...
 # --------------------------------------------------------------------------------------------
 def where_am_i() -> None:
     """A cluster task: report its TF_CONFIG address and the addresses of its own card."""
@@ -407,7 +407,7 @@ def where_am_i() -> None:
     import os
     import subprocess
 
-    from utils.cluster import report
+    from infra.cluster import report
 
     cfg = json.loads(os.environ["TF_CONFIG"])
     me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
@@ -418,7 +418,7 @@ def where_am_i() -> None:
 @needs_netns
 @pytest.mark.slow
 def test_local_cluster_runs_each_task_on_its_own_host():
-    from utils.cluster import run_workers
+    from infra.cluster import run_workers
 
     with VirtualNetwork(["chief:0", "worker:0", "worker:1"]) as net:
         result = run_workers(where_am_i, tasks={"chief": 1, "worker": 2}, network=net, timeout=60)
@@ -432,13 +432,13 @@ def test_local_cluster_runs_each_task_on_its_own_host():
         assert host == net.address(task.name) and f"inet {host}/" in report["cards"]  # it really is there
         assert report["network"] and "127.0.0.1" not in report["me"]
     with pytest.raises(KeyError, match="no host 'worker:2'"):
-        from utils.cluster import LocalCluster
+        from infra.cluster import LocalCluster
 
         LocalCluster(where_am_i, num_workers=3, network=net)
 
 
 def test_local_cluster_on_a_loopback_network_is_the_usual_localhost_cluster(monkeypatch):
-    from utils.cluster import LocalCluster
+    from infra.cluster import LocalCluster
 
     monkeypatch.setenv("COURSE_NO_NETNS", "1")
     monkeypatch.setattr(netns, "_SAID", {"COURSE_NO_NETNS is set, so network namespaces are not used"})

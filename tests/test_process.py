@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from utils import process
-from utils.process import run_python
+from infra import process
+from infra.process import run_python
 
 
 def _alive(pid: int) -> bool:

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from infra import rehearsal
-from utils import devices
-from utils.cluster import LocalCluster
-from utils.process import run_python
+from infra import devices, rehearsal
+from infra.cluster import LocalCluster
+from infra.process import run_python
+from utils.devices import GpuInfo, WorkerDevices, plan_devices
 
 T4 = "1x15360@7.5:Tesla T4"
 
@@ -58,7 +58,7 @@ def test_cuda_visible_devices_is_honoured(monkeypatch: pytest.MonkeyPatch, visib
 
 
 def test_children_get_the_start_up_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    from utils.process import child_env
+    from infra.process import child_env
 
     monkeypatch.delenv(rehearsal.ENV_VAR, raising=False)
     assert str(rehearsal.SITE_DIR) not in child_env()["PYTHONPATH"]
@@ -104,7 +104,8 @@ _RECORD_REAL = """
 import json, sys
 import tensorflow as tf
 from tensorflow.python.eager import context
-from utils import devices
+from infra import devices
+from utils.devices import plan_devices, strategy_devices
 
 calls = []
 def wrap(owner, name):
@@ -160,12 +161,12 @@ def _gpu_calls(monkeypatch: pytest.MonkeyPatch, gpus: int, action: Any) -> list[
 @pytest.mark.slow
 @pytest.mark.parametrize(("spec", "gpus"), [(T4, 1), ("3x24576@8.6", 3)])
 def test_applying_a_plan_makes_the_gpu_calls_in_order(monkeypatch: pytest.MonkeyPatch, spec: str, gpus: int) -> None:
-    found = [devices.GpuInfo("GPU", 15360)] * gpus
-    plan = devices.plan_devices(found, 2)
+    found = [GpuInfo("GPU", 15360)] * gpus
+    plan = plan_devices(found, 2)
     expected = _gpu_calls(monkeypatch, gpus, lambda: devices.apply_plan(plan))
     monkeypatch.undo()
     real = _real_calls(
-        "devices.apply_plan(devices.plan_devices(devices.detect_gpus(), 2)); devices.strategy_devices()",
+        "devices.apply_plan(plan_devices(devices.detect_gpus(), 2)); strategy_devices()",
         {rehearsal.ENV_VAR: spec},
     )
     assert real[: len(expected)] == expected, (real, expected)
@@ -174,7 +175,7 @@ def test_applying_a_plan_makes_the_gpu_calls_in_order(monkeypatch: pytest.Monkey
 
 @pytest.mark.slow
 def test_a_worker_on_a_shared_gpu_does_not_start_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
-    worker_env = devices.WorkerDevices("worker:0", (0,), 6912, shared=True).env(None)
+    worker_env = WorkerDevices("worker:0", (0,), 6912, shared=True).env(None)
     expected = _gpu_calls(monkeypatch, 1, lambda: _with_env(monkeypatch, worker_env, devices.configure_worker))
     monkeypatch.undo()
     real = _real_calls("devices.configure_worker()", {rehearsal.ENV_VAR: T4, **worker_env})
@@ -198,8 +199,8 @@ def _mwms_on_shared_gpu(initialise_first: bool) -> None:
     """A worker: its devices as the launcher assigned them, then MWMS and one all-reduce."""
     import tensorflow as tf
 
-    from utils import devices
-    from utils.cluster import report
+    from infra import devices
+    from infra.cluster import report
 
     worker = devices.configure_worker()
     if initialise_first:  # the order of calls the course had before: the runtime starts here

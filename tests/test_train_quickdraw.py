@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from infra.process import child_env
 from utils.config import PROJECT_ROOT
-from utils.process import child_env
 
 SCRIPT = PROJECT_ROOT / "scripts" / "train_quickdraw.py"
 sys.path.insert(0, str(SCRIPT.parent))
@@ -125,7 +125,7 @@ def test_numpy_bitmaps(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_two_workers(tiny_data: Path, tmp_path: Path) -> None:
-    from utils.cluster import run_workers
+    from infra.cluster import run_workers
 
     args = ["--strategy", "multiworker", "--data", str(tiny_data), *TINY, "--epochs", "1", "--max-steps", "3"]
     result = run_workers(

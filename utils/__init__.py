@@ -12,10 +12,10 @@ Modules (the notebook that introduces each is named in its docstring):
 - :mod:`utils.devices`     – the device plan for kernels and local workers, reports (00, 02, 03)
 - :mod:`utils.figures`     – plot style, ``save_fig``, notebook 01's ring and timeline figures
 - :mod:`utils.timing`      – Timer, Throughput, benchmark, EpochTimer (00, 01, 04–06)
-- :mod:`utils.process`     – child processes: start, watch, stop; ``run_python``, ``run_until`` (00, 03, 04)
+- :mod:`infra.process`     – child processes: start, watch, stop; ``run_python``, ``run_until`` (00, 03, 04)
 - :mod:`utils.tfconfig`    – TF_CONFIG and cluster specs, ``python -m utils.tfconfig`` (02)
-- :mod:`utils.cluster`     – local worker processes, in-process PS cluster (02, 04–06, 10)
-- :mod:`utils.netns`       – a namespace per host, links shaped with tc, kernel byte counters (10)
+- :mod:`infra.cluster`     – local worker processes, in-process PS cluster (02, 04–06, 10)
+- :mod:`infra.netns`       – a namespace per host, links shaped with tc, kernel byte counters (10)
 - :mod:`utils.allreduce`   – ring all-reduce and parameter-server simulations (01)
 - :mod:`utils.syncsim`     – synchronous vs asynchronous SGD simulation (01)
 - :mod:`utils.models`      – the small CNN and the capstone's MobileNet (04–07)
@@ -24,8 +24,8 @@ Modules (the notebook that introduces each is named in its docstring):
 - :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
 - :mod:`utils.perf`        – input-bound check, the profiler trace read in code, tf.data service (06, 08)
 - :mod:`utils.submission`  – write and validate a Kaggle submission (06)
-- :mod:`utils.horovod`     – launch ``horovodrun`` jobs, read per-rank output (07)
-- :mod:`utils.horovod_job` – what notebook 07's Horovod scripts share (07)
+- :mod:`infra.horovod`     – launch ``horovodrun`` jobs, read per-rank output (07)
+- :mod:`infra.horovod_job` – what notebook 07's Horovod scripts share (07)
 
 Project tooling (notebook cleaning, set-up, the test runner) lives in ``tools/``, not here.
 """

@@ -111,12 +111,13 @@ def setup(
     global _setup_args
     if not isinstance(chapter, int) or not 0 <= chapter <= 99:
         raise ValueError(f"chapter must be a whole number 0–99, got {chapter!r}")
+    from infra import devices as infra_devices
     from utils import devices
 
     if _setup_args is not None and _setup_args != logical_devices:
         raise devices.DeviceConfigError(
             f"utils.setup ran with logical_devices={_setup_args} in this kernel; now "
-            f"logical_devices={logical_devices} was asked for. {devices.TOO_LATE}"
+            f"logical_devices={logical_devices} was asked for. {infra_devices.TOO_LATE}"
         )
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
     from infra import rehearsal
@@ -135,9 +136,9 @@ def setup(
     _check_versions(tf, keras_version, expected_tf)
     tf.get_logger().setLevel("ERROR")
 
-    plan = devices.apply_plan(devices.plan_devices(devices.detect_gpus(), logical_devices))
+    plan = infra_devices.apply_plan(devices.plan_devices(infra_devices.detect_gpus(), logical_devices))
     _setup_args = logical_devices
-    devices.exact_float32()  # the notebooks compare float32 results across setups to 1e-5
+    infra_devices.exact_float32()  # the notebooks compare float32 results across setups to 1e-5
     tf.keras.utils.set_random_seed(seed)  # Python, NumPy and TensorFlow in one call
     figures.use_course_style(chapter)
     env = CourseEnv(

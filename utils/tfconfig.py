@@ -12,7 +12,7 @@ job, ...) with clear ``ValueError`` s::
 
 On the command line, ``python -m utils.tfconfig --workers node1,node2 --port 2222 --task
 worker:0`` prints the JSON for ``export TF_CONFIG=...`` (``docs/cluster.md``). Local clusters
-(:mod:`utils.cluster`) use the same functions. Introduced in notebook 02. NumPy-free and
+(:mod:`infra.cluster`) use the same functions. Introduced in notebook 02. NumPy-free and
 TensorFlow-free.
 """
 
@@ -206,7 +206,7 @@ def tf_configs_for_hosts(
 ) -> dict[tuple[str, int], str]:
     """Host lists -> ``{(task_type, index): TF_CONFIG JSON}`` for every task of the cluster.
 
-    Used in notebook 02 (the table of TF_CONFIGs) and by :class:`utils.cluster.LocalCluster`.
+    Used in notebook 02 (the table of TF_CONFIGs) and by :class:`infra.cluster.LocalCluster`.
     """
     spec = build_cluster_spec(workers, ps=ps, chief=chief, evaluator=evaluator, default_port=default_port)
     return {(t, i): make_tf_config(spec, (t, i)) for t, hosts in spec.items() for i in range(len(hosts))}

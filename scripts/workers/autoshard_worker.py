@@ -1,6 +1,6 @@
 """One worker of the auto-shard demo (notebook 04, section "Datasets and sharding").
 
-Run on two localhost workers by ``utils.cluster.run_workers``. Each worker distributes the
+Run on two localhost workers by ``infra.cluster.run_workers``. Each worker distributes the
 same small datasets under ``MultiWorkerMirroredStrategy`` with each ``AutoShardPolicy`` and
 reports which elements it received, or the error it got: ``FILE`` on a dataset that reads
 no files, and ``AUTO`` on a one-file TFRecord dataset with two workers (the message
@@ -27,10 +27,10 @@ def _elements(strategy, dataset) -> list:
 def main() -> None:
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
 
-    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    worker = configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=worker.collective

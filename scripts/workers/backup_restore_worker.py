@@ -7,7 +7,7 @@ GPUs when present). Prints ``epoch E batch B`` after every batch and, at the sta
 epoch and optimizer step it resumes from and a digest of the restored weights; at each
 epoch end, the digest of the weights just backed up. Notebook 04 kills the process with
 SIGKILL in the middle of an epoch, starts it again and checks that it continued from
-the last backup. Ends with one ``utils.cluster.report(...)`` line.
+the last backup. Ends with one ``infra.cluster.report(...)`` line.
 """
 
 from __future__ import annotations
@@ -36,18 +36,19 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from utils import devices
+    from infra import devices
+    from utils.devices import plan_devices, strategy_devices
 
     # extra code – the course's device plan: --replicas logical CPUs, 2 logical GPUs on one GPU, or the GPUs
-    devices.apply_plan(devices.plan_devices(devices.detect_gpus(), args.replicas))
+    devices.apply_plan(plan_devices(devices.detect_gpus(), args.replicas))
     import keras
 
-    from utils.cluster import report
+    from infra.cluster import report
     from utils.models import build_cnn
     from utils.training import doodle_arrays, weights_digest
 
     keras.utils.set_random_seed(42)
-    strategy = tf.distribute.MirroredStrategy(devices.strategy_devices())
+    strategy = tf.distribute.MirroredStrategy(strategy_devices())
     data = doodle_arrays(args.data, "train", limit=args.limit)
     global_batch = args.batch_per_replica * strategy.num_replicas_in_sync
     dataset = (

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
 
-from utils import horovod_job  # noqa: E402  extra code – options, data, reports
+from infra import horovod_job  # noqa: E402  extra code – options, data, reports
 from utils.models import build_cnn  # noqa: E402
 from utils.training import weights_digest  # noqa: E402
 

@@ -10,7 +10,7 @@ Each rank takes its shard of ``--examples`` numbers (``dataset.shard``) and all-
 2 examples: rank 0 submits a third all-reduce "gradient" while rank 1 has moved on to
 "epoch_loss", and both wait for each other forever. ``--equal-steps`` is the fix: every rank
 takes ``examples // size // batch`` steps. Around each collective a watchdog
-(:func:`utils.horovod_job.watchdog`) prints where the rank waits and ends it after
+(:func:`infra.horovod_job.watchdog`) prints where the rank waits and ends it after
 ``--patience`` seconds, so the job fails instead of hanging.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
 
-from utils.horovod_job import watchdog  # noqa: E402  extra code – ends a rank that waits too long
+from infra.horovod_job import watchdog  # noqa: E402  extra code – ends a rank that waits too long
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """One worker of a multi-worker custom training loop (notebook 05; notebook 04 points here).
 
-Start one copy per worker with its own ``TF_CONFIG`` (``utils.cluster.run_workers`` does it
+Start one copy per worker with its own ``TF_CONFIG`` (``infra.cluster.run_workers`` does it
 on localhost)::
 
     python scripts/workers/mw_custom_loop_worker.py --data smoke --epochs 2
@@ -37,13 +37,13 @@ def main() -> None:
     import keras
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
     from utils.models import build_cnn
     from utils.training import doodle_arrays, weights_digest
 
     task = os.environ.get("COURSE_TASK", "worker:0")
-    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    worker = configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=worker.collective

@@ -1,6 +1,6 @@
 """One worker of a multi-worker ``model.fit`` run (notebook 04, section "Multi-worker").
 
-Start one copy per worker with its own ``TF_CONFIG`` (``utils.cluster.run_workers`` does
+Start one copy per worker with its own ``TF_CONFIG`` (``infra.cluster.run_workers`` does
 that on localhost; on real machines export ``TF_CONFIG`` and run it on each host)::
 
     python scripts/workers/mw_keras_worker.py --data smoke --epochs 3
@@ -11,7 +11,7 @@ installed) it is Keras 2. Keras 3's ``fit`` under ``MultiWorkerMirroredStrategy`
 (keras-team/keras#20585); Keras 2's works. With ``--backup-dir`` training is wrapped in
 ``BackupAndRestore`` so a restarted cluster resumes from the last finished epoch.
 Each worker prints ``epoch E batch B`` progress lines and ends with one
-``utils.cluster.report(...)`` line: epochs run, history, validation accuracy, weights digest.
+``infra.cluster.report(...)`` line: epochs run, history, validation accuracy, weights digest.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
     from utils.models import build_cnn
     from utils.training import doodle_arrays, weights_digest
 
@@ -52,7 +52,7 @@ def main() -> None:
     legacy = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
     keras_version = __import__("tf_keras" if legacy else "keras").__version__
     task = os.environ.get("COURSE_TASK", "worker:0")
-    worker = configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    worker = configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=worker.collective

@@ -1,14 +1,14 @@
 """One worker of notebook 10's measured all-reduce: MultiWorkerMirroredStrategy, ring, M bytes.
 
 Start one copy per host with its own ``TF_CONFIG`` (notebook 10 starts them on a virtual
-network, ``utils.cluster.run_workers(..., network=net)``)::
+network, ``infra.cluster.run_workers(..., network=net)``)::
 
     python scripts/workers/net_allreduce_worker.py --bytes 4000000 --repeats 3
 
 Each worker all-reduces a float32 tensor of ``--bytes`` bytes ``--repeats`` times with the
 RING implementation, after one warm-up all-reduce (group set-up). Worker 0 reads every
 host's kernel byte counters before and after the measured all-reduces
-(``utils.netns.cluster_link_bytes``) and reports them with the time of each all-reduce.
+(``infra.netns.cluster_link_bytes``) and reports them with the time of each all-reduce.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
-    from utils.netns import cluster_link_bytes
+    from infra.cluster import report
+    from infra.devices import configure_worker
+    from infra.netns import cluster_link_bytes
 
-    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(

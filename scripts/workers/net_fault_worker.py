@@ -13,7 +13,7 @@ last backup. ``--pause "worker:1 step S " P`` makes worker 1 wait P seconds afte
 that notebook 10 cuts the cable between two steps however busy the machine is: a cut just
 after a backup made the survivor log the timeout and then hang in 2 of 17 tries (TF 2.21).
 Each worker prints ``worker:I step S`` (S counts steps from the start of the job) after
-every step, and ends with a ``utils.cluster.report`` line.
+every step, and ends with a ``infra.cluster.report`` line.
 """
 
 from __future__ import annotations
@@ -45,14 +45,14 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
 
     keras = tf.keras  # Keras 2 (tf-keras) with TF_USE_LEGACY_KERAS=1
     task = json.loads(os.environ["TF_CONFIG"])["task"]
     name = f"{task['type']}:{task['index']}"
 
-    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=args.timeout)

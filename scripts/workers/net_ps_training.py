@@ -1,7 +1,7 @@
 """Parameter-server training on notebook 10's virtual network: every task runs this program.
 
 Start one copy per task with its own ``TF_CONFIG`` (a ``chief``, ``N`` workers, one ``ps``;
-notebook 10 starts them with ``utils.cluster.run_workers(..., network=net)``)::
+notebook 10 starts them with ``infra.cluster.run_workers(..., network=net)``)::
 
     python scripts/workers/net_ps_training.py --bytes 2000000 --steps 3 --done-file /tmp/done
 
@@ -11,7 +11,7 @@ float32 variable of ``--bytes`` bytes on the parameter server, trained with plai
 quadratic loss: in each step a worker reads the variable (M bytes from the PS) and sends its
 gradient back (M bytes to the PS), where the update runs. After a warm-up round, the chief
 schedules ``--steps`` rounds of one step per worker and reads every host's kernel byte
-counters before and after (``utils.netns.cluster_link_bytes``).
+counters before and after (``infra.netns.cluster_link_bytes``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from utils.devices import configure_worker
+    from infra.devices import configure_worker
 
-    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
 
     # --- the distributed lines (every task) --------------------------------------------------
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -62,8 +62,8 @@ def main() -> None:
 
 def train(args: argparse.Namespace, tf, resolver) -> None:
     """The coordinator's program (the chief)."""
-    from utils.cluster import report
-    from utils.netns import cluster_link_bytes
+    from infra.cluster import report
+    from infra.netns import cluster_link_bytes
 
     # --- the distributed lines ---------------------------------------------------------------
     strategy = tf.distribute.ParameterServerStrategy(resolver)  # the chief coordinates

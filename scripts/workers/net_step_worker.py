@@ -7,7 +7,7 @@ Start one copy per host with its own ``TF_CONFIG`` (notebook 10: ``run_workers``
 
 The doodle CNN of notebooks 04/05 (``utils.models.build_cnn``) trains with a custom loop
 under ``MultiWorkerMirroredStrategy`` (RING all-reduce). Before each phase worker 0 says
-"ready" through ``utils.netns.Gate`` (with the last phase's numbers) and waits for "go":
+"ready" through ``infra.netns.Gate`` (with the last phase's numbers) and waits for "go":
 meanwhile the notebook sets the link rate. In each phase both workers measure
 
 - ``t1``: the compute of one step (forward, backward, gradients) with no communication,
@@ -47,13 +47,13 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from utils.cluster import report
-    from utils.devices import configure_worker
+    from infra.cluster import report
+    from infra.devices import configure_worker
+    from infra.netns import Gate, cluster_link_bytes
     from utils.models import build_cnn
-    from utils.netns import Gate, cluster_link_bytes
 
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-    configure_worker()  # extra code – the GPU (or CPU) utils.cluster assigned, before TF starts
+    configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
 
     # --- the distributed lines ---------------------------------------------------------------
     options = tf.distribute.experimental.CommunicationOptions(

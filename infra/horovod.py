@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.process import child_env, start_child, stop_child
+from infra.process import child_env, start_child, stop_child
 
 MARKER_VAR = "COURSE_HOROVOD_RUN"
 """Environment variable set (to a fresh id) for every process of one :func:`run_horovod`."""

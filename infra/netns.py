@@ -11,7 +11,7 @@ namespace: ``ip link`` and ``tc qdisc`` outside look the same before, during and
 
 API::
 
-    from utils.netns import VirtualNetwork
+    from infra.netns import VirtualNetwork
 
     with VirtualNetwork(["worker:0", "worker:1"], rate="100mbit") as net:
         net.address("worker:1")                    # '10.213.0.2'
@@ -591,7 +591,7 @@ class VirtualNetwork(_RunsOnHosts):
     parameters) and ``delay`` (``netem``; needs the ``sch_netem`` kernel module) are every
     link's initial shape (change one with :meth:`set_link`). ``subnet`` defaults to a free private
     /24. Create it with ``with VirtualNetwork(...) as net:`` (or :meth:`create` and
-    :meth:`destroy`). Used in notebook 10 and by ``utils.cluster`` (``network=...``).
+    :meth:`destroy`). Used in notebook 10 and by ``infra.cluster`` (``network=...``).
     """
 
     shaped = True
@@ -748,7 +748,7 @@ class VirtualNetwork(_RunsOnHosts):
         """``"10.213.0.2:2222"``: the host's address and the port its task listens on.
 
         Every host has its own address, so every task can use the same port, as on real
-        machines. Used by ``utils.cluster.LocalCluster(network=...)`` to write ``TF_CONFIG``.
+        machines. Used by ``infra.cluster.LocalCluster(network=...)`` to write ``TF_CONFIG``.
         """
         return f"{self.address(host)}:{port}"
 
@@ -1099,7 +1099,7 @@ class LoopbackNetwork(_RunsOnHosts):
         parse_delay(link.get("delay"))
         self.labels, self.reason = labels, reason
         self.subnet = None
-        from utils.cluster import free_ports  # here: utils.cluster imports nothing of this module
+        from infra.cluster import free_ports  # here: infra.cluster imports nothing of this module
 
         self._ports = dict(zip(labels, free_ports(len(labels)), strict=True))
         self._links = {

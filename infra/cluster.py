@@ -3,14 +3,14 @@ in-process parameter-server cluster.
 
 Introduced in notebook 02 (Strategy APIs); used by notebooks 04, 05 and 06 and their worker
 programs in ``scripts/workers/``. ``TF_CONFIG`` text itself is :mod:`utils.tfconfig`; child
-processes are started and stopped by :mod:`utils.process`; devices are assigned by
+processes are started and stopped by :mod:`infra.process`; devices are assigned by
 :func:`utils.devices.plan_workers`. TensorFlow is imported only inside
 :func:`start_in_process_ps_cluster`, so this module also works in the Horovod environment
 (TensorFlow 2.12) and in tests without TensorFlow.
 
 Local multi-worker runs (one OS process per task)::
 
-    from utils.cluster import LocalCluster, run_workers
+    from infra.cluster import LocalCluster, run_workers
 
     result = run_workers("scripts/workers/my_worker.py", num_workers=2, args=["--steps", "5"],
                          timeout=180, stream=True, env={"TF_USE_LEGACY_KERAS": "1"})
@@ -32,7 +32,7 @@ Local multi-worker runs (one OS process per task)::
   **its devices** (:func:`utils.devices.plan_workers`: one GPU each when there are enough,
   otherwise a shared GPU under a memory cap with the RING collective, otherwise CPU only):
   ``CUDA_VISIBLE_DEVICES``, ``TF_FORCE_GPU_ALLOW_GROWTH=true`` and ``COURSE_WORKER_DEVICES``,
-  which the worker applies with :func:`utils.devices.configure_worker` before TensorFlow
+  which the worker applies with :func:`infra.devices.configure_worker` before TensorFlow
   starts. ``env`` adds variables for all tasks, ``task_env={"worker:1": {...}}`` for one
   (both win over the plan). stdout and stderr go to one log per task; ``stream=True``
   prints new lines as ``[worker 0] ...`` while waiting (TensorFlow's C++ log lines left
@@ -43,8 +43,8 @@ Local multi-worker runs (one OS process per task)::
   after ``timeout`` seconds. Whatever happens (success, crash, timeout, KeyboardInterrupt,
   leaving the ``with`` block) every task's whole process group is stopped, its ports are
   released and the temporary directory is deleted; tasks also get SIGTERM if the launching
-  process itself is killed (:func:`utils.process.start_child`).
-- ``network=net`` (a :mod:`utils.netns` network whose hosts are named like the tasks,
+  process itself is killed (:func:`infra.process.start_child`).
+- ``network=net`` (a :mod:`infra.netns` network whose hosts are named like the tasks,
   ``"worker:0"``, ...) runs each task on its own host: ``TF_CONFIG`` lists the hosts'
   addresses, all on port 2222 as on real machines, and each task starts with
   ``ip netns exec <its host>``. A loopback fallback network changes nothing. Notebook 10.
@@ -82,9 +82,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from infra.devices import detect_gpus
+from infra.process import child_env, start_child, stop_children
 from utils.config import PROJECT_ROOT
-from utils.devices import GpuInfo, WorkerDevices, detect_gpus, plan_workers
-from utils.process import child_env, start_child, stop_children
+from utils.devices import GpuInfo, WorkerDevices, plan_workers
 from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
 
 REPORT_PREFIX = "@@course-report "
@@ -341,7 +342,7 @@ class LocalCluster:
         self.timeout, self.stream, self.tail_lines = timeout, stream, tail_lines
         self.python, self.host, self.grace = python, host, grace
         names = [(t, i) for t in TASK_TYPES if t in tasks for i in range(tasks[t])]
-        # network=: each task on its own host of a utils.netns network, at that host's address
+        # network=: each task on its own host of a infra.netns network, at that host's address
         self.network = network
         if network is not None:
             addresses = [network.task_address(f"{t}:{i}") for t, i in names]

@@ -11,7 +11,7 @@ child is ended by :func:`stop_child`: SIGTERM to the group, a grace period, then
   00, 03, 04, 09 and the tests);
 - :func:`run_until` — run a script and SIGKILL it when a line it prints matches, as a crash
   would stop it (notebook 04's ``BackupAndRestore``);
-- :class:`utils.cluster.LocalCluster` starts and stops its workers with the same functions.
+- :class:`infra.cluster.LocalCluster` starts and stops its workers with the same functions.
 
 Whatever happens — success, error, timeout, KeyboardInterrupt — nothing outlives the call.
 Introduced in notebook 00 (``run_python``). No TensorFlow import.
