@@ -48,8 +48,8 @@ Local multi-worker runs (one OS process per task)::
   ``"worker:0"``, ...) runs each task on its own host: ``TF_CONFIG`` lists the hosts'
   addresses, all on port 2222 as on real machines, and each task starts with
   ``ip netns exec <its host>``. A loopback fallback network changes nothing. Notebook 10.
-- In a worker, :func:`report` prints one machine-readable line
-  (``report(loss=0.1, weights_sha256=...)``) that shows up in ``result.reports``.
+- A worker reports results with ``RESULT {json}`` lines (``print("RESULT", json.dumps(...))``
+  or :func:`infra.process.report`), collected into ``result.reports``.
 
 In-process parameter-server cluster (workers and PS as ``tf.distribute.Server`` objects in
 the notebook's own process, the coordinator being the notebook)::
@@ -83,12 +83,11 @@ from pathlib import Path
 from typing import Any, Union
 
 from infra.devices import detect_gpus
-from infra.process import child_env, start_child, stop_children
+from infra.process import RESULT_PREFIX, child_env, read_results, start_child, stop_children
 from utils.config import PROJECT_ROOT
 from utils.devices import GpuInfo, WorkerDevices, plan_workers
 from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
 
-REPORT_PREFIX = "@@course-report "
 # TensorFlow's C++ log lines (I0000 00:00:... file.cc:12] ...) and absl's start-up notice.
 _NOISE_RE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages before absl)")
 
@@ -132,17 +131,6 @@ def port_is_free(port: int, host: str = "localhost") -> bool:
         except OSError:
             return False
     return True
-
-
-# --------------------------------------------------------------------------------------------
-# Worker side
-# --------------------------------------------------------------------------------------------
-def report(**values: Any) -> None:
-    """Print one machine-readable line that the launcher collects into ``result.reports``.
-
-    Call it in a worker script/function (notebooks 02, 04–06); values must be JSON-serialisable.
-    """
-    print(REPORT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,7 +184,7 @@ class TaskResult:
         return "\n".join(
             line
             for line in self.log.splitlines()
-            if not _NOISE_RE.match(line) and not line.startswith(REPORT_PREFIX)
+            if not _NOISE_RE.match(line) and not line.startswith(RESULT_PREFIX)
         )
 
 
@@ -292,8 +280,8 @@ def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> tuple
         code = f"import json, sys; from {module} import {name}; {name}(*json.loads(sys.argv[1]))"
         return ["-c", code, _json_args(args)], []
     path = Path(target)
-    if not path.is_absolute() and not path.exists():
-        path = PROJECT_ROOT / path
+    if not path.is_absolute():  # relative to this process's working directory, else the project
+        path = path.resolve() if path.exists() else PROJECT_ROOT / path
     if not path.exists():
         raise FileNotFoundError(f"worker script {target} not found")
     return [str(path), *map(str, args)], []
@@ -430,7 +418,7 @@ class LocalCluster:
             end = text.rfind("\n") + 1  # only whole lines
             if end > done:
                 for line in text[done:end].splitlines():
-                    if not line.startswith(REPORT_PREFIX) and not _NOISE_RE.match(line):
+                    if not line.startswith(RESULT_PREFIX) and not _NOISE_RE.match(line):
                         print(f"[{task[0]} {task[1]}] {line}", flush=True)
                 self._streamed[task] = end
 
@@ -500,12 +488,7 @@ class LocalCluster:
             results = []
             for (t, i), p in self._procs.items():
                 text = logs[f"{t}:{i}"]
-                reports = [
-                    json.loads(line[len(REPORT_PREFIX) :])
-                    for line in text.splitlines()
-                    if line.startswith(REPORT_PREFIX)
-                ]
-                results.append(TaskResult(t, i, p.returncode, text, self.tf_configs[(t, i)], reports))
+                results.append(TaskResult(t, i, p.returncode, text, self.tf_configs[(t, i)], read_results(text)))
             return ClusterResult(results, time.monotonic() - start, self.cluster)
         finally:
             self.stop()

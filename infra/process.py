@@ -19,6 +19,7 @@ Introduced in notebook 00 (``run_python``). No TensorFlow import.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -32,6 +33,22 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from utils.config import PROJECT_ROOT
+
+# The one way a child program reports a result: a line ``RESULT {json}``. A program the
+# student reads prints it with ``print("RESULT", json.dumps({...}))`` (or :func:`report`);
+# launchers collect the lines with :func:`read_results`.
+RESULT_PREFIX = "RESULT "
+
+
+def report(**values: Any) -> None:
+    """Print one ``RESULT {json}`` line (values must be JSON-serialisable). Used by the
+    programs of notebooks 02, 04–07, 09 and 10 and by the tests."""
+    print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
+
+
+def read_results(text: str) -> list[dict[str, Any]]:
+    """Every ``RESULT {json}`` line of a program's output, in order (other lines ignored)."""
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines() if line.startswith(RESULT_PREFIX)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,6 +214,12 @@ class ProcessResult:
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The last ``RESULT {json}`` line the child printed (``{}`` if none): see :func:`report`."""
+        results = read_results(self.stdout)
+        return results[-1] if results else {}
 
     def tail(self, lines: int = 15) -> str:
         """The last lines of stderr (or stdout when stderr is empty), for error messages."""

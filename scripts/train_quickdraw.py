@@ -437,7 +437,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         results_path.write_text(json.dumps(results, indent=1) + "\n")
         say(f"results written to {results_path}")
     if os.environ.get("COURSE_TASK"):  # launched by infra.cluster: report to the notebook
-        from infra.cluster import report
+        from infra.process import report
 
         report(
             **{k: v for k, v in results.items() if k != "history"},

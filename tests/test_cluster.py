@@ -34,7 +34,7 @@ def ok_worker(value: int) -> None:
     import json
     import os
 
-    from infra.cluster import report
+    from infra.process import report
 
     cfg = json.loads(os.environ["TF_CONFIG"])
     print(f"hello from {cfg['task']['type']} {cfg['task']['index']}")
@@ -147,7 +147,7 @@ def test_run_workers_function_reports_and_cleans_up(capsys):
     assert result.chief.output == "hello from worker 0"
     assert len(result.cluster["worker"]) == 3
     out = capsys.readouterr().out
-    assert "[worker 2] hello from worker 2" in out and uc.REPORT_PREFIX not in out and "noise" not in out
+    assert "[worker 2] hello from worker 2" in out and "RESULT " not in out and "noise" not in out
     for task, tf_config in cluster.tf_configs.items():
         assert parse_tf_config(tf_config) == (result.cluster, *task)
     _assert_all_gone(cluster)
@@ -170,7 +170,7 @@ def test_notebook_style_function_source_is_copied(tmp_path):
             from infra.cluster import run_workers
 
             def work(x):
-                from infra.cluster import report
+                from infra.process import report
                 report(x=x * 2)
 
             print(run_workers(work, 2, args=[21], timeout=60).reports)
@@ -185,7 +185,7 @@ def test_notebook_style_function_source_is_copied(tmp_path):
 def env_worker() -> None:
     import os
 
-    from infra.cluster import report
+    from infra.process import report
 
     report(color=os.environ.get("COLOR"), shared=os.environ.get("SHARED"))
 
@@ -203,8 +203,8 @@ def device_worker() -> None:
     import json
     import os
 
-    from infra.cluster import report
     from infra.devices import configure_worker
+    from infra.process import report
 
     worker = configure_worker()  # no TensorFlow needed when nothing has to be capped
     plan = json.loads(os.environ["COURSE_WORKER_DEVICES"])

@@ -1,4 +1,4 @@
-"""utils.colab: what the setup cell installs on Colab, decided per TensorFlow version and runtime."""
+"""infra.colab: what the setup cell installs on Colab, decided per TensorFlow version and runtime."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from utils import colab
+from infra import colab
 
 
 @pytest.mark.parametrize(

@@ -407,7 +407,7 @@ def where_am_i() -> None:
     import os
     import subprocess
 
-    from infra.cluster import report
+    from infra.process import report
 
     cfg = json.loads(os.environ["TF_CONFIG"])
     me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]

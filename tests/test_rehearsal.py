@@ -200,7 +200,7 @@ def _mwms_on_shared_gpu(initialise_first: bool) -> None:
     import tensorflow as tf
 
     from infra import devices
-    from infra.cluster import report
+    from infra.process import report
 
     worker = devices.configure_worker()
     if initialise_first:  # the order of calls the course had before: the runtime starts here

@@ -35,24 +35,23 @@ if [ ! -x "$VENV/bin/python" ]; then
     rm -f /tmp/venv-error.$$
 fi
 
-stamp="$VENV/.installed-$(sha256sum "$REQ" | cut -c1-16)"
+stamp="$VENV/.installed-$(cat "$REQ" pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-    echo "Installing $REQ into $VENV (first time: a few minutes; TensorFlow is ~600 MB) ..."
+    echo "Installing $REQ and the course into $VENV (first time: a few minutes; TensorFlow is ~600 MB) ..."
     log="$VENV/pip-install.log"
-    if ! "$VENV/bin/python" -m pip install --disable-pip-version-check --retries 2 --timeout 60 \
-            -r "$REQ" >"$log" 2>&1; then
+    pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --retries 2 --timeout 60)
+    # the course itself, editable: `import utils` (and infra, quickdraw) works anywhere in the environment
+    if ! { "${pip[@]}" -r "$REQ" && "${pip[@]}" --no-deps -e .; } >"$log" 2>&1; then
         if grep -qiE "connection|resolve|network is unreachable|max retries|temporary failure|timed out" "$log"; then
             fail "cannot reach the Python package index to install $REQ (no network?); details in $log"
         fi
         fail "pip could not install $REQ: $(grep -E '^ERROR' "$log" | head -n 1) (full log: $log)"
     fi
     rm -f "$VENV"/.installed-*
+    site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    rm -f "$site/tf_distributed_course.pth"  # how earlier versions of the course put itself on sys.path
     touch "$stamp"
 fi
-
-# Make `import utils` work anywhere in the environment (notebooks, scripts, worker processes).
-site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-pwd > "$site/tf_distributed_course.pth"
 
 # The notebooks declare the kernel `python3`; point it at this environment.
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 \

@@ -197,9 +197,10 @@ fi
 
 "${PIP[@]}" check >>"$LOG" 2>&1 || echo "setup_horovod: warning: pip check reports conflicting versions (see $LOG)" >&2
 
-# The project root on sys.path (import utils from anywhere), as in the main environment.
+# The course's packages (utils, infra, quickdraw), installed editable as in the main environment.
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$ROOT" >"$SITE/course_root.pth"
+rm -f "$SITE/course_root.pth"
+"${PIP[@]}" install --no-deps -e "$ROOT" >>"$LOG" 2>&1 || fail 1 "could not install the course into $VENV (see $LOG)"
 
 "$VENV/bin/python" -c "import horovod.tensorflow as hvd, tensorflow as tf; hvd.init(); assert hvd.size() == 1" \
     >>"$LOG" 2>&1 || fail 1 "Horovod was installed but 'import horovod.tensorflow' failed (see $LOG)"

@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from utils import config, figures
@@ -41,6 +42,7 @@ class CourseEnv:
     plan: DevicePlan
     devices: list[str] = field(default_factory=list)
     rehearsal_line: str | None = None
+    programs: Path = Path("programs")
 
     @property
     def replicas(self) -> int:
@@ -92,6 +94,14 @@ def _check_versions(tf: Any, keras_version: str, expected_tf: str) -> None:
             )
 
 
+def _programs_folder() -> Path:
+    """``programs/`` in the working directory: where the notebook's ``%%writefile programs/…``
+    cells write the programs it starts in fresh processes (``infra.programs``)."""
+    folder = Path("programs")
+    folder.mkdir(exist_ok=True)
+    return folder.resolve()
+
+
 def setup(
     chapter: int,
     *,
@@ -104,7 +114,8 @@ def setup(
     ``logical_devices`` is how many logical CPU devices stand in for GPUs when there is no
     GPU; with GPUs the device plan decides (two logical GPUs on one GPU, else the physical
     GPUs). ``course.devices`` is the list to give ``MirroredStrategy``; ``course.replicas``,
-    ``course.device_kind`` and ``course.simulated`` say what they are. Safe to run again with
+    ``course.device_kind`` and ``course.simulated`` say what they are; ``course.programs`` is
+    the folder the notebook's ``%%writefile programs/…`` cells write to. Safe to run again with
     the same arguments; with other ones it raises :class:`utils.devices.DeviceConfigError`
     (restart the kernel).
     """
@@ -152,6 +163,7 @@ def setup(
         plan=plan,
         devices=devices.strategy_devices(),
         rehearsal_line=rehearsal.describe() if rehearsed else None,
+        programs=_programs_folder(),
     )
     if env.replicas != plan.replicas:  # e.g. TensorFlow initialised before setup with other devices
         raise devices.DeviceConfigError(

@@ -27,8 +27,8 @@ def _elements(strategy, dataset) -> list:
 def main() -> None:
     import tensorflow as tf
 
-    from infra.cluster import report
     from infra.devices import configure_worker
+    from infra.process import report
 
     worker = configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
     strategy = tf.distribute.MultiWorkerMirroredStrategy(

@@ -43,7 +43,7 @@ def main() -> None:
     devices.apply_plan(plan_devices(devices.detect_gpus(), args.replicas))
     import keras
 
-    from infra.cluster import report
+    from infra.process import report
     from utils.models import build_cnn
     from utils.training import doodle_arrays, weights_digest
 

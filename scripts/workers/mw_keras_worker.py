@@ -43,8 +43,8 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from infra.cluster import report
     from infra.devices import configure_worker
+    from infra.process import report
     from utils.models import build_cnn
     from utils.training import doodle_arrays, weights_digest
 

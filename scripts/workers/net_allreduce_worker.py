@@ -32,9 +32,9 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from infra.cluster import report
     from infra.devices import configure_worker
     from infra.netns import cluster_link_bytes
+    from infra.process import report
 
     configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts
 

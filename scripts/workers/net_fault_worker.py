@@ -45,8 +45,8 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from infra.cluster import report
     from infra.devices import configure_worker
+    from infra.process import report
 
     keras = tf.keras  # Keras 2 (tf-keras) with TF_USE_LEGACY_KERAS=1
     task = json.loads(os.environ["TF_CONFIG"])["task"]

@@ -62,8 +62,8 @@ def main() -> None:
 
 def train(args: argparse.Namespace, tf, resolver) -> None:
     """The coordinator's program (the chief)."""
-    from infra.cluster import report
     from infra.netns import cluster_link_bytes
+    from infra.process import report
 
     # --- the distributed lines ---------------------------------------------------------------
     strategy = tf.distribute.ParameterServerStrategy(resolver)  # the chief coordinates

@@ -47,9 +47,9 @@ def main() -> None:
     import numpy as np
     import tensorflow as tf
 
-    from infra.cluster import report
     from infra.devices import configure_worker
     from infra.netns import Gate, cluster_link_bytes
+    from infra.process import report
     from utils.models import build_cnn
 
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
