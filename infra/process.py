@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from utils.config import PROJECT_ROOT
@@ -242,10 +243,31 @@ def run_python(
     whole process group and reported with ``timed_out=True``. Used in notebooks 00, 03, 04
     and 09 and in the tests.
     """
+    return _run([python or sys.executable, "-c", textwrap.dedent(code)], env, timeout, cwd)
+
+
+def run_program(
+    path: str | os.PathLike[str],
+    *args: Any,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
+    cwd: str | os.PathLike[str] | None = None,
+    python: str | None = None,
+) -> ProcessResult:
+    """Run the program file ``path`` (a notebook's ``%%writefile programs/…`` cell) with
+    ``args`` in a fresh interpreter, as :func:`run_python` runs code. Used in notebooks 03, 09."""
+    program = Path(path)
+    if not program.is_file():
+        raise FileNotFoundError(f"{program}: no such program (run its %%writefile cell first)")
+    return _run([python or sys.executable, str(program.resolve()), *map(str, args)], env, timeout, cwd)
+
+
+def _run(argv: list[str], env: Mapping[str, str] | None, timeout: float,
+         cwd: str | os.PathLike[str] | None) -> ProcessResult:
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
-    proc = start_child([python or sys.executable, "-c", textwrap.dedent(code)], env=child_env(env), cwd=cwd)
+    proc = start_child(argv, env=child_env(env), cwd=cwd)
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
         timed_out = False

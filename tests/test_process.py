@@ -109,3 +109,14 @@ def test_ctrl_c_while_a_child_starts_is_ignored_when_sigint_is(monkeypatch):
         process.stop_child(proc, grace_seconds=0)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_run_program_runs_a_file_and_reads_its_result(tmp_path) -> None:
+    from infra.process import run_program
+
+    program = tmp_path / "double.py"
+    program.write_text('import json, sys\nprint("RESULT", json.dumps({"twice": 2 * int(sys.argv[1])}))\n')
+    result = run_program(program, 21, timeout=60)
+    assert result.ok and result.result == {"twice": 42}
+    with pytest.raises(FileNotFoundError, match="writefile"):
+        run_program(tmp_path / "missing.py")
