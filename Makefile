@@ -9,7 +9,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
 TB_PORT   ?= 6006
 
-.PHONY: venv lab test test-unit test-notebooks test-horovod run slides book format lint horovod bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint horovod bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -18,7 +18,8 @@ lab: venv
 	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Unit tests, then the notebooks (and the Colab rehearsal), while the Horovod environment builds in the background;
-# then notebook 07 in it. The parts alone: test-unit, test-notebooks, test-horovod.
+# then the GPU rehearsals, then notebook 07 in it. The parts alone: test-unit, test-notebooks,
+# test-rehearsals, test-horovod.
 test: venv
 	@bash tools/run_tests.sh all
 
@@ -27,6 +28,10 @@ test-unit: venv
 
 test-notebooks: venv
 	@bash tools/run_tests.sh notebooks
+
+# The notebooks with a GPU path once more under the GPU rehearsal (one T4; three GPUs), on the CPU.
+test-rehearsals: venv
+	@bash tools/run_tests.sh rehearsals
 
 # Notebook 07 runs in its own environment (Horovod 0.28.1 needs TensorFlow 2.12).
 test-horovod: venv
@@ -74,7 +79,7 @@ bench: venv
 tensorboard: venv
 	$(PY) -m tensorboard.main --logdir build/08_performance --port $(TB_PORT)
 
-# For machines with GPUs: notebooks 00-06 on the GPU path (smoke settings), report in build/.
+# For machines with GPUs: every notebook with a GPU path (00-06, 08, 09; smoke settings), report and logs in build/.
 gpu-check: venv
 	$(PY) scripts/gpu_check.py
 

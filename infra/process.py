@@ -262,6 +262,13 @@ def run_program(
     return _run([python or sys.executable, str(program.resolve()), *map(str, args)], env, timeout, cwd)
 
 
+def run_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
+                cwd: str | os.PathLike[str] | None = None) -> ProcessResult:
+    """Run any command as :func:`run_python` runs code: killed with its whole process group after
+    ``timeout`` seconds (``timed_out=True``). Used by ``make gpu-check``."""
+    return _run(list(argv), env, timeout, cwd)
+
+
 def _run(argv: list[str], env: Mapping[str, str] | None, timeout: float,
          cwd: str | os.PathLike[str] | None) -> ProcessResult:
     if timeout <= 0:

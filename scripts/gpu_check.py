@@ -1,15 +1,18 @@
-"""``make gpu-check``: run the GPU path of notebooks 00–06 on your GPUs and write a report to share.
+"""``make gpu-check``: run the GPU path of every notebook that has one on your GPUs and write a report.
 
-None of the course's maintainers' machines has a GPU, so the GPU branches of the notebooks are
-made right by construction (one device plan, tested with faked GPUs) and checked here, by
-people who have GPUs. The script executes each notebook with smoke settings under
-``pytest --nbval-lax``, times it, and writes
+None of the course's maintainers' machines has a GPU: ``make test`` runs the GPU branches under
+the GPU rehearsal (:mod:`infra.rehearsal`, on the CPU), and this script runs them on real GPUs,
+for people who have them. It executes each notebook with smoke settings under
+``pytest --nbval-lax``, times it, keeps its whole log, and writes
 
-* ``build/gpu-check.json`` — GPUs (name, memory), driver, TensorFlow build (CUDA, cuDNN),
-  the device plan (replicas and kind), and pass/fail and seconds per notebook;
+* ``build/gpu-check/NN.log`` — each notebook's pytest output;
+* ``build/gpu-check.json`` — GPUs (name, memory), driver, TensorFlow build (CUDA, cuDNN), the
+  device plan, and per notebook: pass/fail, seconds, the failing cells and their errors;
 * ``build/gpu-check.md`` — the same as a short Markdown table to paste into an issue.
 
-Without a GPU it refuses with one line (exit code 2): the CPU path is what ``make test`` runs.
+It refuses with one line (exit code 2) when ``nvidia-smi`` lists no GPU, and when TensorFlow sees
+fewer GPUs than ``nvidia-smi`` (the CPU-only wheel: install ``tensorflow[and-cuda]``). A notebook
+that hangs is stopped after ``--notebook-timeout`` seconds and reported as such.
 """
 
 from __future__ import annotations
@@ -18,21 +21,26 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from infra.devices import detect_gpus
+from infra.process import run_command, run_python
+from utils import config
+from utils.devices import GpuInfo, plan_devices
 
-from infra.devices import detect_gpus  # noqa: E402
-from utils import config  # noqa: E402
-from utils.devices import GpuInfo, plan_devices  # noqa: E402
-
-NOTEBOOKS = [f"{n:02d}" for n in range(7)]
+# Every notebook with a GPU path (07 runs in Horovod's own environment, 10 on network namespaces).
+NOTEBOOKS = ["00", "01", "02", "03", "04", "05", "06", "08", "09"]
 NO_GPU = "gpu-check: no GPU found (nvidia-smi lists none): this check is for machines with GPUs; `make test` checks the CPU path"
+CPU_BUILD = ("gpu-check: TensorFlow sees {seen} of the {listed} GPU(s) nvidia-smi lists — the CPU-only wheel? "
+             "Install the GPU build: pip install 'tensorflow[and-cuda]==2.21.0'")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FAILED_CELL = re.compile(r"^FAILED \S+::Cell (\d+)")
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|StopIteration|Interrupt))\b:?\s*(.*)$")
 
 
 def driver_version() -> str:
@@ -44,27 +52,49 @@ def driver_version() -> str:
         return "unknown"
 
 
-def tensorflow_build() -> dict[str, Any]:
-    """TensorFlow's version, build info and the GPUs it sees, from a fresh process."""
+def tensorflow_build(timeout: float = 300) -> dict[str, Any]:
+    """TensorFlow's version, build info and the GPUs it sees, from a fresh process (a slow or
+    broken import gives ``{"error": ...}``, never an exception)."""
     code = ("import json, tensorflow as tf; b = tf.sysconfig.get_build_info(); "
             "print(json.dumps({'version': tf.__version__, 'cuda': b.get('cuda_version'), 'cudnn': b.get('cudnn_version'), "
             "'gpus_seen': len(tf.config.list_physical_devices('GPU'))}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1:]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = run_python(code, timeout=timeout)
+    if result.timed_out:
+        return {"error": f"importing TensorFlow took longer than {timeout:.0f} s"}
+    if not result.ok:
+        return {"error": result.tail(1)}
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run_notebook(path: Path, timeout: float) -> dict[str, Any]:
+def failures(log: str) -> list[str]:
+    """``["cell 12: AssertionError: ..."]`` for each failing cell of an nbval log."""
+    lines = [_ANSI.sub("", line) for line in log.splitlines()]
+    cells = [int(m[1]) for line in lines if (m := _FAILED_CELL.match(line))]
+    errors: dict[int, str] = {}
+    current = None
+    for line in lines:
+        if (m := re.search(r"::Cell (\d+) _+$", line)) or (m := re.match(r"Cell (\d+): Cell execution", line)):
+            current = int(m[1])
+        elif current is not None and (m := _ERROR_LINE.match(line.strip())):
+            errors[current] = f"{m[1]}: {m[2]}".rstrip(": ")[:160]  # the last error line of the cell wins
+    return [f"cell {c}: {errors.get(c, 'failed')}" for c in cells]
+
+
+def run_notebook(path: Path, log_dir: Path, timeout: float) -> dict[str, Any]:
+    """Run one notebook under nbval; its log goes to ``log_dir/NN.log``."""
+    log_path = log_dir / f"{path.name[:2]}.log"
     start = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env",
-         f"--nbval-cell-timeout={int(timeout)}", str(path)],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "COURSE_SMOKE": "1"},
-    )
-    tail = [line for line in result.stdout.splitlines() if line.strip()][-1:] or [""]
-    return {"notebook": path.name, "passed": result.returncode == 0, "seconds": round(time.perf_counter() - start, 1),
-            "summary": tail[0][:200]}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+            f"--nbval-cell-timeout={int(timeout)}", str(path)]
+    out = run_command(argv, env={"COURSE_SMOKE": "1"}, timeout=timeout, cwd=config.PROJECT_ROOT)
+    log = out.stdout + out.stderr
+    if out.timed_out:  # the notebook and its kernel were killed
+        problems = [f"timed out after {timeout:.0f} s (hung?)"]
+    else:
+        problems = [] if out.ok else failures(log) or [f"pytest exit code {out.returncode}"]
+    log_path.write_text(log)
+    return {"notebook": path.name, "passed": not problems, "seconds": round(time.perf_counter() - start, 1),
+            "failures": problems, "log": str(log_path)}
 
 
 def make_report(gpus: list[GpuInfo], driver: str, tf_build: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,6 +105,7 @@ def make_report(gpus: list[GpuInfo], driver: str, tf_build: dict[str, Any], resu
         "driver": driver,
         "tensorflow": tf_build,
         "python": platform.python_version(),
+        "rehearsal": os.environ.get("COURSE_REHEARSE_GPUS"),
         "plan": {"kind": plan.kind, "replicas": plan.replicas, "describe": plan.describe()},
         "notebooks": results,
         "passed": all(r["passed"] for r in results) and bool(results),
@@ -94,34 +125,43 @@ def markdown(report: dict[str, Any]) -> str:
         "| notebook | result | seconds |",
         "|---|---|---|",
     ]
-    lines += [f"| {r['notebook']} | {'pass' if r['passed'] else 'FAIL: ' + r['summary']} | {r['seconds']:.0f} |"
-              for r in report["notebooks"]]
+    for r in report["notebooks"]:
+        result = "pass" if r["passed"] else "FAIL: " + "; ".join(r["failures"]).replace("|", "\\|")
+        lines.append(f"| {r['notebook']} | {result} | {r['seconds']:.0f} |")
+    if report.get("rehearsal"):
+        lines.append(f"\nA rehearsal on the CPU (COURSE_REHEARSE_GPUS={report['rehearsal']}), not a GPU run.")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebooks", nargs="*", default=NOTEBOOKS, help="numbers, e.g. 00 04")
+    parser.add_argument("--notebooks-dir", type=Path, default=config.NOTEBOOKS_DIR)
     parser.add_argument("--out", type=Path, default=config.BUILD_DIR)
-    parser.add_argument("--cell-timeout", type=float, default=900)
+    parser.add_argument("--notebook-timeout", type=float, default=1800, help="seconds before a notebook counts as hung")
     args = parser.parse_args(argv)
-    gpus = detect_gpus()
+    gpus = detect_gpus()  # nvidia-smi's list (TensorFlow is not imported in this process)
     if not gpus:
         print(NO_GPU, file=sys.stderr)
         return 2
     tf_build = tensorflow_build()
+    if "error" not in tf_build and tf_build["gpus_seen"] < len(gpus):
+        print(CPU_BUILD.format(seen=tf_build["gpus_seen"], listed=len(gpus)), file=sys.stderr)
+        return 2
+    log_dir = args.out / "gpu-check"
+    log_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for number in args.notebooks:
-        (path,) = sorted(config.NOTEBOOKS_DIR.glob(f"{number}_*.ipynb"))
+        (path,) = sorted(args.notebooks_dir.glob(f"{number}_*.ipynb"))
         print(f"gpu-check: {path.name} ...", flush=True)
-        results.append(run_notebook(path, args.cell_timeout))
+        results.append(run_notebook(path, log_dir, args.notebook_timeout))
         print(f"gpu-check: {path.name} {'passed' if results[-1]['passed'] else 'FAILED'} in {results[-1]['seconds']:.0f} s")
     report = make_report(gpus, driver_version(), tf_build, results)
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu-check.json").write_text(json.dumps(report, indent=1))
     (args.out / "gpu-check.md").write_text(markdown(report))
     print(markdown(report))
-    print(f"gpu-check: wrote {args.out / 'gpu-check.json'} and gpu-check.md — please share the table (README, GPUs)")
+    print(f"gpu-check: wrote {args.out / 'gpu-check.json'}, gpu-check.md and the logs in {log_dir} — "
+          "please share the table (README, GPUs)")
     return 0 if report["passed"] else 1
 
 
