@@ -7,7 +7,7 @@ and name; ``"3x24576@8.6"``) makes every process of the course believe it has th
   ``tf.config.list_physical_devices("GPU")`` finds them, honouring ``CUDA_VISIBLE_DEVICES``
   as CUDA would); when TensorFlow's runtime initialises, each logical GPU asked for becomes
   one more logical CPU device, which ``list_logical_devices("GPU")`` then returns; memory
-  limits are recorded but not applied, memory statistics cannot be read, NCCL cannot run
+  limits are recorded but not applied, memory statistics are the CPU allocator's, NCCL cannot run
   (the course's workers use RING instead), float16/TF32 run as the CPU runs them;
 * **what is not** — TensorFlow's own checks of every device call (``set_memory_growth``,
   ``set_logical_device_configuration``, "cannot be modified after being initialized", "memory
@@ -37,10 +37,6 @@ SITE_DIR = Path(__file__).resolve().parent / "rehearsal_site"
 _SPEC = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*(?:@\s*(\d+)\.(\d+))?\s*(?::\s*(.+?))?\s*$")
 DEFAULT_NAME = "rehearsed GPU"
 DEFAULT_CAPABILITY = (7, 5)  # a T4's: no bfloat16 tensor cores, no TF32
-
-
-class RehearsalLimitError(RuntimeError):
-    """Asked for something only real hardware can give (memory statistics)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +114,7 @@ class _State:
     cpu_logical: int = 1  # logical CPU devices that are the CPU itself (the rest stand in)
     stand_ins: list[tuple[int, int | None]] = field(default_factory=list)  # (GPU index, memory limit)
     announced: bool = False
+    memory_announced: bool = False
 
 
 _state = _State()
@@ -227,10 +224,12 @@ def _patch(context_module: Any) -> None:
         return details(self, device)
 
     def get_memory_info(self: Any, dev: str) -> dict[str, int]:
-        if "GPU" in str(dev).upper():
-            raise RehearsalLimitError(
-                f"get_memory_info({dev!r}): GPU memory statistics need a real GPU (this is a rehearsal on the CPU)"
-            )
+        if "GPU" in str(dev).upper():  # a stand-in GPU allocates from the CPU's allocator
+            if not _state.memory_announced and not os.environ.get("COURSE_REHEARSAL_QUIET"):
+                _state.memory_announced = True
+                print(f"[rehearsal] get_memory_info({dev!r}) reports the CPU allocator, which the stand-in "
+                      "GPUs allocate from", file=sys.stderr)
+            return memory_info(self, "CPU:0")
         return memory_info(self, dev)
 
     cls._initialize_physical_devices = _initialize_physical_devices
@@ -272,6 +271,8 @@ def activate() -> bool:
     parse_spec(text)  # a clear error for a malformed value
     os.environ["PYTHONPATH"] = child_pythonpath(os.environ.get("PYTHONPATH"))
     module = sys.modules.get(_PatchOnImport.target)
+    if _patched:  # a second setup in the same kernel: already in place
+        return True
     if module is not None:
         ctx = module.context()
         if ctx._initialized:

@@ -13,7 +13,8 @@
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
 #   tools/run_tests.sh unit      unit tests only (make test-unit)
-#   tools/run_tests.sh notebooks notebooks 00-06 only (make test-notebooks)
+#   tools/run_tests.sh notebooks notebooks 00-06, 08-10 and the Colab rehearsal (make test-notebooks)
+#   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
 #   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
 
@@ -26,6 +27,13 @@ NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
+# The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
+# they have Colab's T4, and an odd number of GPUs (one per worker where there are enough); only
+# what the hardware must provide is substituted, and each notebook says so.
+ONE_GPU="1x15360@7.5:Tesla T4"
+THREE_GPUS="3x24576@8.6:RTX A5000"
+mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08}_*.ipynb)
+mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04}_*.ipynb)
 
 build_pid=""
 stop_build() {
@@ -46,6 +54,12 @@ run_notebooks() {
     # directory, the course cloned from this tree, no package index (tools/colab_rehearsal.py)
     "$PY" tools/colab_rehearsal.py
 }
+run_rehearsals() {
+    echo "run_tests: GPU rehearsal, $ONE_GPU"
+    COURSE_REHEARSE_GPUS="$ONE_GPU" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${ONE_GPU_NBS[@]}"
+    echo "run_tests: GPU rehearsal, $THREE_GPUS"
+    COURSE_REHEARSE_GPUS="$THREE_GPUS" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${THREE_GPU_NBS[@]}"
+}
 run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.sh ended with RC
     if (($1 == 3)); then
         echo "notebook 07 not run: the Horovod environment cannot be built on this machine (reason above)"
@@ -61,6 +75,7 @@ rc=0
 case "$STAGE" in
     unit) run_unit ;;
     notebooks) run_notebooks ;;
+    rehearsals) run_rehearsals ;;
     horovod) # one step after another (make test-horovod)
         if ((${#HVD_NBS[@]})); then
             bash tools/setup_horovod.sh || rc=$?
@@ -76,6 +91,7 @@ case "$STAGE" in
         fi
         run_unit
         run_notebooks
+        run_rehearsals
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: waiting for the Horovod environment"
             wait "$build_pid" || rc=$?
@@ -85,7 +101,7 @@ case "$STAGE" in
         fi
         ;;
     *)
-        echo "usage: tools/run_tests.sh [all|unit|notebooks|horovod]" >&2
+        echo "usage: tools/run_tests.sh [all|unit|notebooks|rehearsals|horovod]" >&2
         exit 2
         ;;
 esac

@@ -65,6 +65,16 @@ class CourseEnv:
         (``COURSE_REHEARSE_GPUS``, :mod:`infra.rehearsal`), every time is a CPU time."""
         return self.rehearsal_line is not None
 
+    @property
+    def timings(self) -> str:
+        """What a time measured on ``course.devices`` means, in one line (notebooks 01, 04, 08)."""
+        note = {
+            "logical-cpu": "logical CPU devices sharing this machine's cores: CPU timings, no speed-up",
+            "logical-gpu": "two logical GPUs sharing one GPU: correct results, no speed-up",
+            "gpu": f"{self.replicas} GPUs: real speed-up",
+        }[self.device_kind]
+        return note + ("; rehearsed on the CPU: every time is a CPU time" if self.rehearsal else "")
+
     def summary(self) -> str:
         mode = "smoke settings (COURSE_SMOKE=1)" if self.smoke else "full settings"
         where = "Colab" if self.is_colab else "local"

@@ -7,7 +7,7 @@ GPUs when present). Prints ``epoch E batch B`` after every batch and, at the sta
 epoch and optimizer step it resumes from and a digest of the restored weights; at each
 epoch end, the digest of the weights just backed up. Notebook 04 kills the process with
 SIGKILL in the middle of an epoch, starts it again and checks that it continued from
-the last backup. Ends with one ``infra.cluster.report(...)`` line.
+the last backup. Ends with one ``infra.process.report(...)`` line.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ installed) it is Keras 2. Keras 3's ``fit`` under ``MultiWorkerMirroredStrategy`
 (keras-team/keras#20585); Keras 2's works. With ``--backup-dir`` training is wrapped in
 ``BackupAndRestore`` so a restarted cluster resumes from the last finished epoch.
 Each worker prints ``epoch E batch B`` progress lines and ends with one
-``infra.cluster.report(...)`` line: epochs run, history, validation accuracy, weights digest.
+``infra.process.report(...)`` line: epochs run, history, validation accuracy, weights digest.
 """
 
 from __future__ import annotations

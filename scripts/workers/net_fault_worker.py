@@ -13,7 +13,7 @@ last backup. ``--pause "worker:1 step S " P`` makes worker 1 wait P seconds afte
 that notebook 10 cuts the cable between two steps however busy the machine is: a cut just
 after a backup made the survivor log the timeout and then hang in 2 of 17 tries (TF 2.21).
 Each worker prints ``worker:I step S`` (S counts steps from the start of the job) after
-every step, and ends with a ``infra.cluster.report`` line.
+every step, and ends with a ``infra.process.report`` line.
 """
 
 from __future__ import annotations
