@@ -11,22 +11,49 @@ What a student gets from the *Open in Colab* button, imitated on this machine:
 * pip told to use what is installed (``PIP_NO_INDEX=1``): no network.
 
 It executes notebook 00 and notebook 02 (multi-replica) under ``pytest --nbval-lax`` with
-smoke settings and checks that the clone was made and used. ``make test`` runs it
-(tools/run_tests.sh). Exit code: pytest's.
+smoke settings and checks that the clone was made and used. Exit code: pytest's.
+
+``--faithful PYTHON`` rehearses Colab as it is: PYTHON is an environment with Colab's package
+set (``.venv-colab``, tools/setup_colab_env.sh: Python 3.13, TensorFlow 2.20, Keras 3.13.2), of
+which each run takes a fresh copy. First a session in which TensorFlow was already imported runs
+notebook 00's setup cell: ``infra.colab.install`` must really replace TensorFlow 2.20 by 2.21 with
+pip (from the package index or pip's cache) and ask for the restart, naming what it replaced.
+Then, as after *Restart session*, notebooks 00 and 04 run in fresh kernels, and notebook 00 once
+more under the one-GPU rehearsal (a T4; the CPU wheel stands in for ``tensorflow[and-cuda]``).
+``make test`` runs the faithful rehearsal when ``.venv-colab`` can be built, else the simple one
+(tools/run_tests.sh).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ("00_course_overview.ipynb", "02_strategy_apis.ipynb")
+FAITHFUL_NOTEBOOKS = ("00_course_overview.ipynb", "04_keras_distributed_training.ipynb")
+ONE_GPU = "1x15360@7.5:Tesla T4"
+# A student's first cell in a session that already has Colab's TensorFlow loaded, then the setup cell.
+FIRST_SESSION = """
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+
+setup = next(c for c in nbformat.read(sys.argv[1], as_version=4).cells if "utils.setup(" in c.source)
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import tensorflow as tf\\nprint(tf.__version__)"), setup])
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+NotebookClient(nb, timeout=1800, allow_errors=True, kernel_name="python3").execute()
+errors = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+print("RESULT", json.dumps({"first cell": "".join(o.get("text", "") for o in nb.cells[0].outputs).strip(),
+                            "errors": [o.ename for o in errors], "message": " ".join(o.evalue for o in errors)}))
+"""
 
 
 def snapshot_repository(source: Path, bare: Path) -> str:
@@ -53,12 +80,55 @@ def stand_in_colab(work: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(work / "fake-colab"), "IPYTHONDIR": str(work / "ipython")}
 
 
+def run_nbval(python: str, notebooks: list[str], content: Path, env: dict[str, str]) -> int:
+    """pytest --nbval-lax over ``notebooks`` in ``content`` with ``python``'s kernel."""
+    return subprocess.run(
+        [python, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(content),
+         "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=900", *notebooks],
+        cwd=content, env=env,
+    ).returncode
+
+
+def installed(python: str, package: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def faithful(base: Path, work: Path, content: Path, env: dict[str, str]) -> int:
+    """The three steps of ``--faithful`` (module docstring) in a copy of the environment ``base``."""
+    venv = work / "colab-venv"
+    shutil.copytree(base, venv, symlinks=True)  # Colab's package set, fresh for this run
+    python = str(venv / "bin" / "python")
+    before = installed(python, "tensorflow")
+    env = {k: v for k, v in env.items() if k != "PIP_NO_INDEX"}  # the real install, as on Colab
+    start = time.perf_counter()
+    first = subprocess.run([python, "-c", FIRST_SESSION, str(content / FAITHFUL_NOTEBOOKS[0])], cwd=content, env=env,
+                           capture_output=True, text=True)
+    result = next((json.loads(line[7:]) for line in first.stdout.splitlines() if line.startswith("RESULT ")), None)
+    after = installed(python, "tensorflow")
+    print(f"colab rehearsal (faithful): a session with TensorFlow {result and result['first cell']} loaded; the setup "
+          f"cell left {after} installed ({time.perf_counter() - start:.0f} s) and said: {result and result['message']}",
+          flush=True)
+    if result is None or result["errors"] != ["RestartRequired"] or not after.startswith("2.21."):
+        print("colab rehearsal (faithful): expected TensorFlow 2.21 installed and RestartRequired\n" + first.stderr[-2000:])
+        return 1
+    if f"tensorflow {before} → {after}" not in result["message"]:
+        print("colab rehearsal (faithful): the restart message does not name the TensorFlow it replaced")
+        return 1
+    code = run_nbval(python, list(FAITHFUL_NOTEBOOKS), content, env)  # after Runtime → Restart session
+    if code == 0:
+        code = run_nbval(python, [FAITHFUL_NOTEBOOKS[0]], content, {**env, "COURSE_REHEARSE_GPUS": ONE_GPU})
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=ROOT, help="the checkout to clone (default: this one)")
-    parser.add_argument("--notebooks", nargs="+", default=list(NOTEBOOKS))
+    parser.add_argument("--notebooks", nargs="+", default=None)
+    parser.add_argument("--faithful", type=Path, metavar="VENV", help="an environment with Colab's package set")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
+    args.notebooks = args.notebooks or list(FAITHFUL_NOTEBOOKS if args.faithful else NOTEBOOKS)
     work = Path(tempfile.mkdtemp(prefix="colab-rehearsal-"))
     try:
         commit = snapshot_repository(args.source, work / "origin.git")
@@ -75,21 +145,21 @@ def main(argv: list[str] | None = None) -> int:
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         }
         print(f"colab rehearsal: snapshot {commit[:12]} of {args.source}, working directory {content}", flush=True)
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(content),
-             "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=900", *args.notebooks],
-            cwd=content, env=env,
-        )
+        if args.faithful:
+            returncode = faithful(args.faithful, work, content, env)
+        else:
+            returncode = run_nbval(sys.executable, args.notebooks, content, env)
         clone = content / "course"
-        if result.returncode == 0:
-            if not (clone / "utils" / "colab.py").exists():
+        if returncode == 0:
+            if not (clone / "infra" / "colab.py").exists():
                 print("colab rehearsal: the setup cell did not clone the course into content/course")
                 return 1
             if not list((clone / "images").glob("00/*.png")):  # save_fig wrote into the clone: its utils ran
                 print("colab rehearsal: notebook 00's figure is not in the clone (utils came from elsewhere?)")
                 return 1
-            print("colab rehearsal: the setup cell cloned the course, installed nothing new, and ran")
-        return result.returncode
+            print("colab rehearsal: the setup cell cloned the course and ran"
+                  + (" after replacing Colab's TensorFlow" if args.faithful else ", installing nothing new"))
+        return returncode
     finally:
         if args.keep:
             print(f"kept {work}")
