@@ -96,3 +96,17 @@ def test_requirements_colab_leaves_tensorflow_to_install() -> None:
     lines = [line.split("==")[0] for line in (PROJECT_ROOT / "requirements-colab.txt").read_text().splitlines()
              if line and not line.startswith("#")]
     assert "tensorflow" not in lines and "tf-keras" in lines and "keras" in lines  # Colab's own Keras is replaced
+
+
+def test_colab_environment_needs_colabs_python(tmp_path) -> None:
+    """tools/setup_colab_env.sh says in one line that it cannot build without Python 3.13 (exit 3:
+    make test then runs the simple Colab rehearsal)."""
+    import subprocess
+
+    from utils.config import PROJECT_ROOT
+
+    result = subprocess.run(["bash", "tools/setup_colab_env.sh"], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "COLAB_PYTHON": "/bin/false", "HOME": str(tmp_path)},
+                            timeout=60)
+    assert result.returncode == 3 and result.stderr.strip().startswith("setup_colab_env: no Python 3.13")
+    assert not (tmp_path / ".cache").exists()  # nothing built

@@ -22,7 +22,8 @@ RUN_FULL = config.PROJECT_ROOT / "tools" / "run_full.sh"
 
 
 def make_project(
-    tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0", after_build: bool = False
+    tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0", after_build: bool = False,
+    colab_setup: str = 'echo "/fake/venv-colab"',
 ) -> Path:
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
@@ -34,6 +35,7 @@ def make_project(
     (root / "tools" / "setup_horovod.sh").write_text(
         f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
     )
+    (root / "tools" / "setup_colab_env.sh").write_text(f'echo "setup_colab_env: fake build"\n{colab_setup}\n')
     fake_python = root / "python"
     # after_build: the fake python first waits until the background build has started (a loaded
     # machine may start the build, at nice 10, long after the first python)
@@ -78,24 +80,35 @@ def test_runs_unit_tests_then_notebooks_then_horovod(tmp_path: Path) -> None:
     log = calls(root)
     assert log[0] == "-m pytest tests -m not horovod_env --durations=10"
     assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in log[1] and "07_" not in log[1]
-    assert log[2] == "tools/colab_rehearsal.py"  # after the notebooks, before notebook 07
-    assert log[3] == "-m pytest tests -m horovod_env"
-    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[4]
-    assert "setup_horovod: fake build" in result.stdout  # the build's log is shown
+    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in log[2:4])  # the GPU rehearsals
+    assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
+    assert log[4] == "tools/colab_rehearsal.py --faithful /fake/venv-colab"  # its build printed the path last
+    assert log[5] == "-m pytest tests -m horovod_env"
+    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[6]
+    assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
+
+
+def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -> None:
+    root = make_project(tmp_path, colab_setup='echo "setup_colab_env: no Python 3.13" >&2; exit 3')
+    result = run(root)
+    assert result.returncode == 0, result.stderr
+    assert calls(root)[4] == "tools/colab_rehearsal.py" and "the simple one instead" in result.stdout
+    failed = make_project(tmp_path / "failed", colab_setup="exit 1")
+    assert run(failed).returncode == 1 and len(calls(failed)) == 4  # no Colab rehearsal, no notebook 07
 
 
 def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path) -> None:
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 3  # unit tests, notebooks, Colab rehearsal; not notebook 07
+    assert len(calls(root)) == 5  # unit tests, notebooks, two GPU rehearsals, Colab rehearsal; not notebook 07
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
 
 def test_failed_build_fails_the_run(tmp_path: Path) -> None:
     root = make_project(tmp_path, setup="exit 1")
     assert run(root).returncode == 1
-    assert len(calls(root)) == 3
+    assert len(calls(root)) == 5
 
 
 @pytest.mark.parametrize("how", ["failure", "interrupt"])
@@ -122,7 +135,7 @@ def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
         _, err = proc.communicate(timeout=30)
         assert proc.returncode != 0
-        assert "stopping the background Horovod build" in err
+        assert "stopping a background build" in err
     build_pid = int((root / "build.pid").read_text())  # setsid: also its process group's id
     deadline = time.monotonic() + 10
     while (alive(build_pid) or group_members(build_pid)) and time.monotonic() < deadline:
@@ -165,10 +178,13 @@ def test_full_run_leaves_out_notebook_07_when_horovod_cannot_be_built(tmp_path: 
 
 
 def test_stages_alone(tmp_path: Path) -> None:
-    """make test-unit / test-notebooks / test-horovod run one part each."""
+    """make test-unit / test-rehearsals / test-horovod run one part each."""
     root = make_project(tmp_path)
     assert run(root, "run_tests.sh", args=["unit"]).returncode == 0
     assert calls(root) == ["-m pytest tests -m not horovod_env --durations=10"]
+    (root / "calls.log").unlink()
+    assert run(root, "run_tests.sh", args=["rehearsals"]).returncode == 0
+    assert len(calls(root)) == 2 and all("--nbval-current-env notebooks/00_a.ipynb" in c for c in calls(root))
     (root / "calls.log").unlink()
     result = run(root, "run_tests.sh", args=["horovod"])
     assert result.returncode == 0, result.stderr

@@ -27,6 +27,7 @@ NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
+COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
 # they have Colab's T4, and an odd number of GPUs (one per worker where there are enough); only
 # what the hardware must provide is substituted, and each notebook says so.
@@ -36,12 +37,16 @@ mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08}_*.ipynb)
 mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04}_*.ipynb)
 
 build_pid=""
+colab_pid=""
 stop_build() {
-    if [[ -n "$build_pid" ]] && kill -0 "$build_pid" 2>/dev/null; then
-        echo "run_tests: stopping the background Horovod build" >&2
-        kill -TERM -- "-$build_pid" 2>/dev/null || true
-        wait "$build_pid" 2>/dev/null || true
-    fi
+    local pid
+    for pid in "$build_pid" "$colab_pid"; do
+        if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+            echo "run_tests: stopping a background build" >&2
+            kill -TERM -- "-$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
 }
 trap stop_build EXIT
 trap 'exit 130' INT TERM
@@ -50,9 +55,19 @@ run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
 run_notebooks() {
     # --durations: the slowest cells, to see where make test's time goes
     "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "${MAIN_NBS[@]}"
-    # notebooks 00 and 02 once more as on Colab: stand-in google.colab, /content-like working
-    # directory, the course cloned from this tree, no package index (tools/colab_rehearsal.py)
-    "$PY" tools/colab_rehearsal.py
+}
+run_colab() { # run_colab RC: the Colab rehearsal after setup_colab_env.sh ended with RC
+    # As on Colab: stand-in google.colab, /content-like working directory, the course cloned
+    # from this tree (tools/colab_rehearsal.py). Faithful: Colab's Python 3.13 and package set,
+    # TensorFlow really replaced, notebooks 00 and 04; else notebooks 00 and 02 in this venv.
+    if (($1 == 0)); then
+        "$PY" tools/colab_rehearsal.py --faithful "$(tail -n 1 "$COLAB_LOG")"
+    elif (($1 == 3)); then
+        echo "run_tests: the faithful Colab rehearsal cannot run here (reason above); the simple one instead"
+        "$PY" tools/colab_rehearsal.py
+    else
+        exit "$1"
+    fi
 }
 run_rehearsals() {
     echo "run_tests: GPU rehearsal, $ONE_GPU"
@@ -74,7 +89,13 @@ run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.s
 rc=0
 case "$STAGE" in
     unit) run_unit ;;
-    notebooks) run_notebooks ;;
+    notebooks)
+        run_notebooks
+        rc=0
+        bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
+        cat "$COLAB_LOG"
+        run_colab "$rc"
+        ;;
     rehearsals) run_rehearsals ;;
     horovod) # one step after another (make test-horovod)
         if ((${#HVD_NBS[@]})); then
@@ -89,9 +110,17 @@ case "$STAGE" in
             setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
             build_pid=$!
         fi
+        echo "run_tests: building the Colab environment in the background (log: $COLAB_LOG)"
+        setsid nice -n 10 bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 &
+        colab_pid=$!
         run_unit
         run_notebooks
         run_rehearsals
+        colab_rc=0
+        wait "$colab_pid" || colab_rc=$?
+        colab_pid=""
+        cat "$COLAB_LOG"
+        run_colab "$colab_rc"
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: waiting for the Horovod environment"
             wait "$build_pid" || rc=$?
