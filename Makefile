@@ -58,12 +58,12 @@ book: venv
 # (the hygiene test checks the same).
 format: venv
 	$(PY) tools/nbclean.py $(NOTEBOOKS)
-	$(PY) tools/slidemeta.py $(NOTEBOOKS)
+	$(PY) -m tools.slidemeta $(NOTEBOOKS)
 	$(PY) -m ruff check --fix .
 
 lint: venv
 	$(PY) tools/nbclean.py --check $(NOTEBOOKS)
-	$(PY) tools/slidemeta.py --check $(NOTEBOOKS)
+	$(PY) -m tools.slidemeta --check $(NOTEBOOKS)
 	$(PY) -m ruff check .
 
 # The speed benchmarks, then the sim-to-real check of issue 19: three small CNNs trained on the

@@ -31,11 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from infra import netns  # noqa: E402
-from infra.cluster import LocalCluster, run_workers  # noqa: E402
-from utils.allreduce import (  # noqa: E402
+from infra import netns
+from infra.cluster import LocalCluster, run_workers
+from utils.allreduce import (
     parameter_server_allreduce,
     parameter_server_time,
     ring_allreduce,

@@ -9,7 +9,7 @@ turns (``utils.perf.side_by_side``), so the load of a shared machine falls on bo
 2. XLA: the replica's gradient computation with and without ``jit_compile=True``;
 3. fewer launches: K steps as K calls of a one-step ``tf.function`` vs one call of a
    ``tf.range`` loop of K steps;
-4. tf.data service: one epoch of the capstone's pipeline (``utils.quickdraw.make_dataset``)
+4. tf.data service: one epoch of the capstone's pipeline (``quickdraw.make_dataset``)
    locally vs through an in-process dispatcher and worker (``utils.perf.tf_data_service``).
 
 A ratio above 1 means the second variant is faster. Numbers without a GPU come from
@@ -24,12 +24,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     import keras
     import tensorflow as tf
 
+    import quickdraw as qd
     from utils import models, perf, training
-    from utils import quickdraw as qd
 
     strategy = tf.distribute.MirroredStrategy(course.devices)
     doodles = training.doodle_arrays("smoke", "train", 28, limit=1024)

@@ -2,7 +2,7 @@
 
 Measures on this machine, in one process and one run (printed side by side):
 
-1. the input pipeline alone: examples/second of ``utils.quickdraw.make_dataset`` (parse,
+1. the input pipeline alone: examples/second of ``quickdraw.make_dataset`` (parse,
    render, batch, prefetch), read from the Kaggle-format CSVs and from TFRecord shards
    made once by ``write_shards`` (into a temporary directory, removed at the end);
 2. the training step alone: examples/second of ``model.fit`` on one batch held in memory
@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def rate_of_dataset(ds, batches: int, batch_size: int) -> float:
@@ -75,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     import keras
     import tensorflow as tf
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
     from utils.models import build_model
 
     source = args.data or qd.ensure_builtin_data(args.variant)

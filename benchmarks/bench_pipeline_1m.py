@@ -30,20 +30,18 @@ import json
 import os
 import resource
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-from utils import quickdraw as qd  # noqa: E402
-from utils.config import DATA_DIR  # noqa: E402
-from utils.quickdraw.formats import strokes_to_json  # noqa: E402
-from utils.quickdraw.render import reference_kernel_render  # noqa: E402
-from utils.quickdraw.synthetic import GENERATOR_VERSION, generate_drawings  # noqa: E402
+import quickdraw as qd
+from quickdraw.formats import strokes_to_json
+from quickdraw.render import reference_kernel_render
+from quickdraw.synthetic import GENERATOR_VERSION, generate_drawings
+from utils.config import DATA_DIR
 
 POOL = 200  # distinct doodles per class
 
@@ -103,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     import cv2
     import tensorflow as tf
 
-    from utils.quickdraw.pipeline import _file_specs, _row_parser
+    from quickdraw.pipeline import _file_specs, _row_parser
 
     root = make_rows(DATA_DIR / "bench" / f"kaggle-{args.rows}", args.rows)
     files = sorted((root / "train_simplified").glob("*.csv"))

@@ -1,8 +1,8 @@
-"""Render speed: utils.quickdraw.render vs the "Greyscale MobileNet" Kaggle kernel's approach.
+"""Render speed: quickdraw.render vs the "Greyscale MobileNet" Kaggle kernel's approach.
 
 The reference (public Kaggle kernel "Greyscale MobileNet", Quick, Draw! competition 2018)
 draws every segment with ``cv2.line`` on a 256x256 canvas, width 6, grey level by stroke
-order, then resizes to 64x64, one drawing at a time. Ours (``utils/quickdraw/render.py``)
+order, then resizes to 64x64, one drawing at a time. Ours (``quickdraw/render.py``)
 draws each stroke as a 1-pixel polyline on a canvas 2x the output, widens the lines with
 ``cv2.dilate`` and area-averages down (anti-aliasing, Google's ``numpy_bitmap`` geometry);
 for a batch it places the drawings as tiles of one canvas, so that one polylines call per
@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,11 +40,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from utils.quickdraw import ensure_builtin_data, find_class_files, real_test_dir  # noqa: E402
-from utils.quickdraw.formats import iter_file, parse_points, parse_points_batch, strokes_to_json  # noqa: E402
-from utils.quickdraw.render import (  # noqa: E402
+from quickdraw import ensure_builtin_data, find_class_files, real_test_dir
+from quickdraw.formats import iter_file, parse_points, parse_points_batch, strokes_to_json
+from quickdraw.render import (
     reference_kernel_render,
     render,
     render_points,
@@ -132,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:28s} {rc:17,.0f} {rw:18,.0f}")
         table[label] = {what: rates[ours][1] / rates[ref][1] for what, ref, ours in pairs}
         table[label]["wall, render only"] = rates["ours: render only"][0] / rates["reference: render"][0]
-    print("\nspeed-up of utils.quickdraw.render over the reference (CPU time per core):")
+    print("\nspeed-up of quickdraw.render over the reference (CPU time per core):")
     print(f"  {'':22s}" + "".join(f"{k:>20s}" for k in sets))
     for what in next(iter(table.values())):
         print(f"  {what:22s}" + "".join(f"{table[k][what]:19.2f}x" for k in sets))
@@ -157,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         f"pixel correlation with the reference when drawn in its layout (layout='kaggle', width 6/256): {corr:.3f}"
     )
     print(
-        "fidelity to Google's own 28x28 bitmaps: scripts/check_quickdraw_real.py (utils/quickdraw/README.md)"
+        "fidelity to Google's own 28x28 bitmaps: scripts/check_quickdraw_real.py (quickdraw/README.md)"
     )
     return 0
 

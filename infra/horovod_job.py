@@ -2,7 +2,7 @@
 
 ``scripts/workers/horovod_keras.py`` and ``scripts/workers/horovod_custom_loop.py`` keep every
 Horovod call in view; what they share lives here: their options, the training images (the
-built-in doodles of ``utils.quickdraw``), the learning-rate warm-up, a record of which files
+built-in doodles of ``quickdraw``), the learning-rate warm-up, a record of which files
 each rank wrote, and the per-rank report the notebook reads back to check that the ranks
 agree. The model (:func:`utils.models.build_cnn`) and the weights digest and difference
 (:mod:`utils.training`) are the course's own, shared with notebooks 04 and 05.
@@ -49,7 +49,7 @@ def load_images(n: int, *, image_size: int = 28, seed: int = 0) -> tuple[np.ndar
     Every rank calls this with the same arguments and gets the same arrays; each then keeps
     its own shard. Used by the scripts of notebook 07.
     """
-    from utils import quickdraw
+    import quickdraw
 
     images, labels, names = quickdraw.load_arrays(n, image_size=image_size, seed=seed)
     images = np.asarray(images, dtype=np.float32)

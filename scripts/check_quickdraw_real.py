@@ -1,4 +1,4 @@
-"""Check utils.quickdraw against real Quick, Draw! files (not part of the tests).
+"""Check quickdraw against real Quick, Draw! files (not part of the tests).
 
 Reads a folder laid out like ``quickdraw-sample`` (course authors have it at
 ``/work/shared/quickdraw-sample``; see its SOURCES.md): Google ``simplified`` ndjson
@@ -15,14 +15,11 @@ the ``simplified`` file). ``--figure`` saves a side-by-side picture.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from utils.quickdraw import (  # noqa: E402
+from quickdraw import (
     ReadReport,
     find_class_files,
     read_ndjson,

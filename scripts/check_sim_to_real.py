@@ -1,6 +1,6 @@
 """Sim-to-real: train small CNNs on the built-in doodles only, score them on real drawings.
 
-The built-in doodles (``utils.quickdraw.synthetic``) stand in for Quick, Draw! when there is
+The built-in doodles (``quickdraw.synthetic``) stand in for Quick, Draw! when there is
 no network. This script measures how well that works: it trains the capstone's compact CNN
 (``utils.models``, 32x32, plain encoding, fixed seeds and schedule) on the built-in set,
 ``--members`` times with seeds ``seed, seed+1, ...`` (default 3), averages the members'
@@ -10,7 +10,7 @@ on), per class and overall, next to the built-in validation accuracy (the key_id
 most confused pairs and every member's own score. The goal in issue 19: top-1 >= 0.90 on the
 real drawings. With generator v5 one CNN scores 0.890-0.897 (mean 0.894 over six trainings);
 the average of three scored 0.897-0.911 (mean 0.904) over every triple of them, 0.903 with the
-default seeds (``utils/quickdraw/README.md``).
+default seeds (``quickdraw/README.md``).
 ``make bench`` runs it with the defaults.
 
 ``--sample DIR`` (course authors: ``/work/shared/quickdraw-sample``) also scores the
@@ -32,17 +32,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from utils import quickdraw as qd  # noqa: E402
-from utils.metrics import map_at_k, top_k_accuracy  # noqa: E402
+import quickdraw as qd
+from utils.metrics import map_at_k, top_k_accuracy
 
 
 def builtin_strokes(path: Path, split: str, per_class: int | None) -> tuple[list, np.ndarray]:

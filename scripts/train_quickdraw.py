@@ -46,8 +46,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 STRATEGIES = ("default", "mirrored", "multiworker")
 
@@ -111,7 +109,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def resolve_data(spec: str) -> Path:
     """``builtin:smoke`` / ``builtin:full`` (generated on first use) or a folder/file path."""
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     if spec.startswith("builtin:"):
         return qd.ensure_builtin_data(spec.split(":", 1)[1])
@@ -123,7 +121,7 @@ def resolve_data(spec: str) -> Path:
 
 def is_bitmap_source(path: Path) -> bool:
     """True when ``path`` holds Google ``numpy_bitmap`` ``.npy`` files (no strokes)."""
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     if path.is_file():
         return path.suffix.lower() == ".npy"
@@ -175,7 +173,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     import tensorflow as tf
     from tqdm.auto import tqdm
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
     from utils.metrics import MapAtK
     from utils.models import build_model
 
@@ -463,7 +461,7 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     import numpy as np
     import tensorflow as tf
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
     from utils.metrics import mapk, top_k_indices
     from utils.submission import validate_submission, write_submission
 

@@ -20,7 +20,7 @@ SCRIPT = PROJECT_ROOT / "scripts" / "check_sim_to_real.py"
 def test_two_members_are_trained_and_their_probabilities_averaged(tmp_path: Path) -> None:
     import keras
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     out, members = tmp_path / "result.json", tmp_path / "members"
     tiny = ["--variant", "smoke", "--per-class", "30", "--epochs", "1", "--image-size", "16"]

@@ -75,7 +75,7 @@ def reached_modules() -> dict[str, ast.AST]:
 
 def test_the_modules_notebook_07_reaches_are_found() -> None:
     reached = reached_modules()
-    assert {"infra.horovod", "infra.horovod_job", "utils.training", "utils.models", "utils.quickdraw"} <= set(reached)
+    assert {"infra.horovod", "infra.horovod_job", "utils.training", "utils.models", "quickdraw"} <= set(reached)
 
 
 @pytest.mark.parametrize("name", sorted(reached_modules()))

@@ -1,11 +1,11 @@
-"""utils.quickdraw.augment: the training-time random hand of scripts/check_sim_to_real.py."""
+"""quickdraw.augment: the training-time random hand of scripts/check_sim_to_real.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from utils import quickdraw as qd
+import quickdraw as qd
 
 SQUARE = [np.array([[0, 0], [100, 0], [100, 100], [0, 100], [0, 0]], np.float32)]
 SEGMENT = [np.array([[10, 50], [60, 50]], np.float32)]  # horizontal

@@ -1,4 +1,4 @@
-"""utils.quickdraw.download against local files (file:// and a fake opener); no network."""
+"""quickdraw.download against local files (file:// and a fake opener); no network."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils.quickdraw import download
-from utils.quickdraw.formats import read_ndjson, read_npy_bitmaps
+from quickdraw import download
+from quickdraw.formats import read_ndjson, read_npy_bitmaps
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw" / "google"
 BASE = FIX.resolve().as_uri()  # file:///.../google -> <base>/<kind>/<name>.<ext>
@@ -120,7 +120,7 @@ def test_cli(capsys) -> None:
 
 
 def test_public_api_resolves() -> None:
-    import utils.quickdraw as qd
+    import quickdraw as qd
 
     for name in qd.__all__:
         assert getattr(qd, name) is not None, name

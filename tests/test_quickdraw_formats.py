@@ -1,4 +1,4 @@
-"""utils.quickdraw.formats: the published formats and bad input, on small fixture files."""
+"""quickdraw.formats: the published formats and bad input, on small fixture files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils.quickdraw.formats import (
+from quickdraw.formats import (
     BadDrawing,
     QuickDrawFormatError,
     ReadReport,
@@ -25,7 +25,7 @@ from utils.quickdraw.formats import (
     write_kaggle_csv,
     write_ndjson,
 )
-from utils.quickdraw.labels import LabelMap
+from quickdraw.labels import LabelMap
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw"
 KAGGLE = FIX / "kaggle" / "train_simplified"
@@ -63,7 +63,7 @@ def test_parse_strokes_good_and_bad() -> None:
 
 def _real_texts() -> list[str]:
     """JSON texts of the Kaggle fixture (with Kaggle's blanks) and of data/real, packed."""
-    from utils.quickdraw import real_test_dir
+    from quickdraw import real_test_dir
 
     rows = list(read_kaggle_csv(KAGGLE / "circle.csv"))
     texts = [json.dumps([[s[:, 0].astype(int).tolist(), s[:, 1].astype(int).tolist()] for s in d.strokes])

@@ -1,4 +1,4 @@
-"""utils.quickdraw.labels: Google/Kaggle spellings, ordering, save/load round trips."""
+"""quickdraw.labels: Google/Kaggle spellings, ordering, save/load round trips."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from utils.quickdraw.labels import LabelMap, UnknownClassError, google_categories, google_name, kaggle_name
+from quickdraw.labels import LabelMap, UnknownClassError, google_categories, google_name, kaggle_name
 
 
 def test_spellings() -> None:
@@ -64,7 +64,7 @@ def test_save_load_round_trip(tmp_path) -> None:
 
 
 def test_labels_from_directory(tmp_path) -> None:
-    from utils.quickdraw import resolve_labels
+    from quickdraw import resolve_labels
 
     d = tmp_path / "train_simplified"
     d.mkdir()
@@ -80,7 +80,7 @@ def test_labels_from_directory(tmp_path) -> None:
 def test_labels_module_imports_no_other_quickdraw_module() -> None:
     import ast
 
-    from utils.quickdraw import labels as module
+    from quickdraw import labels as module
 
     tree = ast.parse(open(module.__file__, encoding="utf-8").read())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

@@ -1,4 +1,4 @@
-"""utils.quickdraw.pipeline and shards: split, packing, counts (no TF), and tf.data specs.
+"""quickdraw.pipeline and shards: split, packing, counts (no TF), and tf.data specs.
 
 The tf.data tests import TensorFlow in this process (no device configuration is needed)
 and are marked slow.
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils.quickdraw.formats import ReadReport, read_kaggle_csv
-from utils.quickdraw.labels import LabelMap
-from utils.quickdraw.pipeline import (
+from quickdraw.formats import ReadReport, read_kaggle_csv
+from quickdraw.labels import LabelMap
+from quickdraw.pipeline import (
     count_examples,
     iter_examples,
     key_fraction,
@@ -22,7 +22,7 @@ from utils.quickdraw.pipeline import (
     split_of,
     unpack_strokes,
 )
-from utils.quickdraw.synthetic import CLASSES, generate_builtin
+from quickdraw.synthetic import CLASSES, generate_builtin
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw"
 KAGGLE = FIX / "kaggle"
@@ -91,7 +91,7 @@ def _collect(ds):
 def test_make_dataset_specs_counts_and_split(builtin: Path) -> None:
     import tensorflow as tf
 
-    from utils.quickdraw.pipeline import make_dataset
+    from quickdraw.pipeline import make_dataset
 
     ds = make_dataset(builtin, split="train", image_size=32, batch_size=16, with_key_id=True)
     img, lab, key = ds.element_spec
@@ -115,7 +115,7 @@ def test_make_dataset_specs_counts_and_split(builtin: Path) -> None:
 def test_make_dataset_options(builtin: Path) -> None:
     import tensorflow as tf
 
-    from utils.quickdraw.pipeline import make_dataset
+    from quickdraw.pipeline import make_dataset
 
     ds = make_dataset(
         builtin,
@@ -147,7 +147,7 @@ def test_make_dataset_options(builtin: Path) -> None:
 
 @pytestmark_tf
 def test_make_dataset_augment_redraws_every_pass(builtin: Path) -> None:
-    from utils.quickdraw.pipeline import make_dataset
+    from quickdraw.pipeline import make_dataset
 
     args = dict(split="train", image_size=32, batch_size=64, shuffle=False, limit_per_class=10)
 
@@ -176,7 +176,7 @@ def test_make_dataset_augment_redraws_every_pass(builtin: Path) -> None:
 
 @pytestmark_tf
 def test_make_dataset_bad_rows_and_formats() -> None:
-    from utils.quickdraw.pipeline import make_dataset
+    from quickdraw.pipeline import make_dataset
 
     report = ReadReport()
     _, ys, _ = _collect(make_dataset(KAGGLE, split="all", image_size=28, batch_size=4, report=report))
@@ -215,7 +215,7 @@ def test_make_dataset_bad_rows_and_formats() -> None:
 def test_input_context_shards_disjointly(builtin: Path) -> None:
     import tensorflow as tf
 
-    from utils.quickdraw.pipeline import make_dataset
+    from quickdraw.pipeline import make_dataset
 
     keys = []
     for i in range(2):
@@ -233,8 +233,8 @@ def test_input_context_shards_disjointly(builtin: Path) -> None:
 def test_write_shards_and_read_back(builtin: Path, tmp_path) -> None:
     import tensorflow as tf
 
-    from utils.quickdraw.pipeline import make_dataset
-    from utils.quickdraw.shards import write_shards
+    from quickdraw.pipeline import make_dataset
+    from quickdraw.shards import write_shards
 
     m = write_shards(builtin, tmp_path / "s", num_shards=3, progress=False)
     assert len(m["files"]["train"]) == 3 and (tmp_path / "s" / "labels.json").is_file()
@@ -268,8 +268,8 @@ def test_multi_worker_autoshard(builtin: Path, tmp_path) -> None:
         from tensorflow.python.data.experimental.ops.distribute import _AutoShardDataset
     except ImportError:  # pragma: no cover
         pytest.skip("tf.data's auto-shard rewrite is not importable in this TensorFlow")
-    from utils.quickdraw.pipeline import make_dataset
-    from utils.quickdraw.shards import write_shards
+    from quickdraw.pipeline import make_dataset
+    from quickdraw.shards import write_shards
 
     write_shards(builtin, tmp_path / "s", num_shards=4, progress=False)
     n_train = count_examples(builtin, split="train")
@@ -288,8 +288,8 @@ def test_counts_are_parsed_once_and_kept_in_a_manifest(tmp_path, monkeypatch) ->
     import json
     import shutil
 
-    from utils.quickdraw import pipeline
-    from utils.quickdraw.counts import MANIFEST_NAME
+    from quickdraw import pipeline
+    from quickdraw.counts import MANIFEST_NAME
 
     data = shutil.copytree(KAGGLE, tmp_path / "kaggle")
     parsed: list[str] = []
@@ -337,8 +337,8 @@ def test_shard_counts_come_from_the_shard_manifest(tmp_path) -> None:
 
 @pytestmark_tf
 def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, tmp_path) -> None:
-    from utils.quickdraw.formats import QuickDrawFormatError
-    from utils.quickdraw.shards import write_shards
+    from quickdraw.formats import QuickDrawFormatError
+    from quickdraw.shards import write_shards
 
     one = write_shards(builtin, tmp_path / "one", num_shards=2, progress=False, workers=1)
     two = write_shards(builtin, tmp_path / "two", num_shards=2, progress=False, workers=2)

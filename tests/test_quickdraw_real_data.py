@@ -9,9 +9,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from utils import quickdraw as qd
+import quickdraw as qd
+from quickdraw import real
 from utils.config import DATA_DIR, PROJECT_ROOT
-from utils.quickdraw import real
 
 
 def test_files_match_the_manifest() -> None:

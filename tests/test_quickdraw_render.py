@@ -1,4 +1,4 @@
-"""utils.quickdraw.render: shapes, dtypes, ranges, determinism, geometry, encodings."""
+"""quickdraw.render: shapes, dtypes, ranges, determinism, geometry, encodings."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from utils.quickdraw.formats import read_kaggle_csv, read_ndjson, read_npy_bitmaps
-from utils.quickdraw.render import default_line_width, reference_kernel_render, render, render_batch
+from quickdraw.formats import read_kaggle_csv, read_ndjson, read_npy_bitmaps
+from quickdraw.render import default_line_width, reference_kernel_render, render, render_batch
 
 FIX = Path(__file__).parent / "fixtures" / "quickdraw"
 DRAWINGS = [d.strokes for d in read_kaggle_csv(FIX / "kaggle" / "train_simplified" / "smiley face.csv")]
@@ -26,8 +26,8 @@ def test_shape_dtype_range(size: int, encoding: str, channels: int) -> None:
 
 
 def test_input_forms_agree() -> None:
-    from utils.quickdraw.pipeline import pack_strokes
-    from utils.quickdraw.render import render_packed, render_points
+    from quickdraw.pipeline import pack_strokes
+    from quickdraw.render import render_packed, render_points
 
     strokes = DRAWINGS[1]
     a = render(strokes, 28)
@@ -87,7 +87,7 @@ def test_single_point_and_empty() -> None:
 
 def test_close_to_google_bitmaps() -> None:
     # the fixture bitmaps were made by this renderer; the real-data comparison is in
-    # utils/quickdraw/README.md. Here: rendering is stable against a committed file.
+    # quickdraw/README.md. Here: rendering is stable against a committed file.
     bm = read_npy_bitmaps(FIX / "google" / "numpy_bitmap" / "circle.npy")
     ours = np.stack(
         [
@@ -110,8 +110,8 @@ def test_reference_kernel_render() -> None:
 def test_batch_equals_one_by_one(encoding: str, size: int, layout: str, antialias: bool) -> None:
     """Tiles on one canvas give exactly the images of separate canvases: no ink crosses a
     gutter, drawings that do not fit their tile are drawn apart, dots and empty drawings too."""
-    from utils.quickdraw.pipeline import pack_strokes
-    from utils.quickdraw.render import render_packed_batch, render_points_batch
+    from quickdraw.pipeline import pack_strokes
+    from quickdraw.render import render_packed_batch, render_points_batch
 
     dense = [np.array([[x, 0], [x, 255]], np.float32) for x in range(0, 256, 8)]  # ink up to the edges
     misfit = [np.array([[-40, 10], [300, 250]], np.float32)]  # outside the 0-255 frame
@@ -134,7 +134,7 @@ def test_batch_equals_one_by_one(encoding: str, size: int, layout: str, antialia
 def test_without_gutters_tiles_would_share_ink(monkeypatch) -> None:
     """The control for the test above: with no gutter between the tiles, a drawing inked up
     to its edges changes its neighbours (so the equality above is a real check)."""
-    module = importlib.import_module("utils.quickdraw.render")  # the module, not the function
+    module = importlib.import_module("quickdraw.render")  # the module, not the function
 
     dense = [np.array([[x, 0], [x, 255]], np.float32) for x in range(0, 256, 8)]
     drawings = [dense, DRAWINGS[0], dense]

@@ -1,4 +1,4 @@
-"""utils.quickdraw.synthetic: the built-in doodle set is seeded, valid and cached."""
+"""quickdraw.synthetic: the built-in doodle set is seeded, valid and cached."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from utils.quickdraw import synthetic
-from utils.quickdraw.formats import read_kaggle_csv
-from utils.quickdraw.labels import LabelMap, google_categories
-from utils.quickdraw.synthetic import (
+from quickdraw import synthetic
+from quickdraw.formats import read_kaggle_csv
+from quickdraw.labels import LabelMap, google_categories
+from quickdraw.synthetic import (
     CLASSES,
     doodle,
     ensure_builtin_data,
@@ -128,7 +128,7 @@ def test_load_arrays() -> None:
 def test_proportions_match_the_real_drawings() -> None:
     """Per class, the generator's median aspect ratio, stroke and point counts are close to
     those of Google's real drawings of the class (data/real): measured on both sides."""
-    from utils.quickdraw import read_real_test
+    from quickdraw import read_real_test
 
     def stats(strokes: list[np.ndarray]) -> tuple[float, int, int]:
         w, h = np.ptp(np.concatenate(strokes), axis=0)

@@ -36,7 +36,7 @@ def run_script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[
 
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from utils.quickdraw import generate_builtin
+    from quickdraw import generate_builtin
 
     classes = ["circle", "square", "triangle", "star"]
     return generate_builtin(tmp_path_factory.mktemp("tiny"), per_class=60, test_per_class=5, classes=classes)

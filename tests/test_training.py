@@ -35,7 +35,7 @@ def test_weights_digest_detects_any_change() -> None:
 
 
 def test_doodle_arrays_renders_caches_and_limits(tmp_path) -> None:
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     data = qd.generate_builtin(tmp_path / "doodles", per_class=6, classes=qd.BUILTIN_CLASSES[:3], seed=1)
     cache = tmp_path / "cache"
@@ -56,7 +56,7 @@ def test_doodle_arrays_renders_caches_and_limits(tmp_path) -> None:
 def test_doodle_arrays_cache_follows_the_data(tmp_path) -> None:
     """Regenerated data (other classes, as after a course update) is rendered again, not read
     from the old cache, and the old cache file is removed."""
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     cache = tmp_path / "cache"
     data = qd.generate_builtin(tmp_path / "doodles", per_class=4, classes=qd.BUILTIN_CLASSES[:2], seed=1)

@@ -35,7 +35,8 @@ if [ ! -x "$VENV/bin/python" ]; then
     rm -f /tmp/venv-error.$$
 fi
 
-stamp="$VENV/.installed-$(cat "$REQ" pyproject.toml | sha256sum | cut -c1-16)"
+# the course's packages are part of the key: an editable install maps only the packages it saw
+stamp="$VENV/.installed-$({ cat "$REQ" pyproject.toml; ls -d */__init__.py; } | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "Installing $REQ and the course into $VENV (first time: a few minutes; TensorFlow is ~600 MB) ..."
     log="$VENV/pip-install.log"

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from utils.quickdraw.formats import Drawing, write_kaggle_csv, write_ndjson  # noqa: E402
-from utils.quickdraw.render import render  # noqa: E402
-from utils.quickdraw.synthetic import generate_drawings  # noqa: E402
+from quickdraw.formats import Drawing, write_kaggle_csv, write_ndjson
+from quickdraw.render import render
+from quickdraw.synthetic import generate_drawings
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "quickdraw"
 GOOD = {"circle": 6, "smiley face": 5, "square": 5, "triangle": 4}

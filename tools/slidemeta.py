@@ -1,6 +1,6 @@
 """Give every notebook cell a slide type, so each notebook can be shown as a slideshow.
 
-``python tools/slidemeta.py [--check] [--reset] NB...``: ``make format`` fills in
+``python -m tools.slidemeta [--check] [--reset] NB...``: ``make format`` fills in
 ``metadata.slideshow.slide_type`` where a cell has none (a type a lecturer set by hand in
 JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all of them);
 ``make lint`` and the hygiene test (``--check``) fail when a cell has none. The rules
@@ -27,9 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as `python tools/slidemeta.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tools.nbclean import SLIDE_TYPES, dumps  # noqa: E402  (one list of types, one serialisation)
+from tools.nbclean import (  # one list of types, one serialisation (run as python -m tools.slidemeta)
+    SLIDE_TYPES,
+    dumps,
+)
 
 SHORT_CODE_LINES = 12
 _HEADING = re.compile(r"^(#{1,6})\s", re.M)

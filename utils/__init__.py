@@ -4,30 +4,27 @@ Every notebook starts with ``course = utils.setup(chapter=N, ...)``. Importing t
 package is cheap: TensorFlow is imported only when a helper needs it, so that test
 collection and the Horovod environment (TensorFlow 2.12) stay fast and compatible.
 
-Modules (the notebook that introduces each is named in its docstring):
+The lesson helpers a notebook reads (the notebook that introduces each is named in its
+docstring):
 
 - :mod:`utils.config`      – smoke/full mode, project paths (all notebooks)
 - :mod:`utils.notebook`    – ``setup``: versions, seeds, the device plan (all notebooks, from 00)
-- :mod:`utils.colab`       – what the setup cell installs on Colab (all notebooks but 07)
 - :mod:`utils.devices`     – the device plan for kernels and local workers, reports (00, 02, 03)
 - :mod:`utils.figures`     – plot style, ``save_fig``, notebook 01's ring and timeline figures
 - :mod:`utils.timing`      – Timer, Throughput, benchmark, EpochTimer (00, 01, 04–06)
-- :mod:`infra.process`     – child processes: start, watch, stop; ``run_python``, ``run_until`` (00, 03, 04)
 - :mod:`utils.tfconfig`    – TF_CONFIG and cluster specs, ``python -m utils.tfconfig`` (02)
-- :mod:`infra.cluster`     – local worker processes, in-process PS cluster (02, 04–06, 10)
-- :mod:`infra.netns`       – a namespace per host, links shaped with tc, kernel byte counters (10)
 - :mod:`utils.allreduce`   – ring all-reduce and parameter-server simulations (01)
 - :mod:`utils.syncsim`     – synchronous vs asynchronous SGD simulation (01)
 - :mod:`utils.models`      – the small CNN and the capstone's MobileNet (04–07)
 - :mod:`utils.training`    – worker kit: cached doodle arrays, weights digest and difference (04, 05, 07)
-- :mod:`utils.quickdraw`   – Quick, Draw! formats, built-in doodles, renderer, tf.data (04, 06, 07)
 - :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
 - :mod:`utils.perf`        – input-bound check, the profiler trace read in code, tf.data service (06, 08)
 - :mod:`utils.submission`  – write and validate a Kaggle submission (06)
-- :mod:`infra.horovod`     – launch ``horovodrun`` jobs, read per-rank output (07)
-- :mod:`infra.horovod_job` – what notebook 07's Horovod scripts share (07)
 
-Project tooling (notebook cleaning, set-up, the test runner) lives in ``tools/``, not here.
+Beside it: the Quick, Draw! data layer is its own package, :mod:`quickdraw` (04, 06–08), and the
+machinery that runs the lessons — child processes, local clusters, network namespaces, Horovod
+jobs, the Colab install, applying the device plan, the GPU rehearsal — is :mod:`infra`, which a
+student need not read (infra/README.md). Project tooling lives in ``tools/``.
 """
 
 from utils.config import SMOKE, choose, is_smoke

@@ -1,7 +1,7 @@
 """The course's models: one small-CNN builder and the capstone's doodle classifiers.
 
 All take ``(size, size, channels)`` images with values in [0, 1] (what
-``utils.quickdraw.make_dataset`` yields; divide ``qd.render`` output by 255) and return
+``quickdraw.make_dataset`` yields; divide ``qd.render`` output by 255) and return
 class **logits**, so train them with ``SparseCategoricalCrossentropy(from_logits=True)``.
 
 - :func:`build_cnn`: the small CNN of notebooks 04, 05 and 07 (and, with batch

@@ -53,7 +53,7 @@ def doodle_arrays(
     limit: int | None = None,
     cache_dir: str | os.PathLike[str] | None = CACHE_DIR,
 ) -> DoodleArrays:
-    """Render a doodle split once with :func:`utils.quickdraw.make_dataset` and keep it.
+    """Render a doodle split once with :func:`quickdraw.make_dataset` and keep it.
 
     ``source`` is a built-in variant (``"smoke"``/``"full"``, generated on first use) or a
     directory in any format the data layer reads. Rendering costs milliseconds per drawing,
@@ -62,7 +62,7 @@ def doodle_arrays(
     fingerprint). ``limit`` keeps the first ``limit`` examples. Order is the data layer's
     unshuffled order. Used in notebooks 04 and 05 and their worker scripts.
     """
-    from utils import quickdraw as qd
+    import quickdraw as qd
 
     if split not in ("train", "val", "all"):
         raise ValueError(f"split must be 'train', 'val' or 'all', got {split!r}")

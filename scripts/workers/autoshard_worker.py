@@ -9,11 +9,7 @@ students meet when they have fewer files than workers).
 
 from __future__ import annotations
 
-import sys
 import tempfile
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def _elements(strategy, dataset) -> list:

@@ -13,11 +13,7 @@ the last backup. Ends with one ``infra.process.report(...)`` line.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:

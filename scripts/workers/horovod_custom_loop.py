@@ -12,15 +12,11 @@ averaging) and ``rank<r>.npz`` (its final weights); ``tf.train.Checkpoint`` file
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
-
-from infra import horovod_job  # noqa: E402  extra code – options, data, reports
-from utils.models import build_cnn  # noqa: E402
-from utils.training import weights_digest  # noqa: E402
+from infra import horovod_job  # extra code – options, data, reports
+from utils.models import build_cnn
+from utils.training import weights_digest
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,12 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # extra code – import utils
-
-from infra.horovod_job import watchdog  # noqa: E402  extra code – ends a rank that waits too long
+from infra.horovod_job import watchdog  # extra code – ends a rank that waits too long
 
 
 def main(argv: list[str] | None = None) -> None:

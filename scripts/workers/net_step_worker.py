@@ -25,11 +25,7 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the project root
 
 
 def main() -> None:

@@ -8,12 +8,12 @@
       --> parse + validate + split by key_id (NumPy function, parallel map) --> unbatch
       --> shuffle --> batch --> render (OpenCV, parallel map) --> prefetch
 
-or, for TFRecord shards made once by :func:`utils.quickdraw.shards.write_shards`,
+or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards`,
 ``TFRecordDataset`` (files interleaved) --> shuffle --> batch --> parse the batch's records
 --> render --> prefetch (no Python parsing at all);
 ``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
 Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
-breaks inside fields). A :class:`~utils.quickdraw.formats.ReadReport` counts each pass
+breaks inside fields). A :class:`~quickdraw.formats.ReadReport` counts each pass
 over the data (with ``repeat=True``, every epoch).
 
 The train/validation split is by ``key_id`` (a hash of it), so a drawing is in exactly
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from utils.quickdraw.augment import augment_strokes
-from utils.quickdraw.counts import settings_key, split_counts
-from utils.quickdraw.formats import (
+from quickdraw.augment import augment_strokes
+from quickdraw.counts import settings_key, split_counts
+from quickdraw.formats import (
     CsvHeader,
     QuickDrawFormatError,
     ReadReport,
@@ -56,8 +56,8 @@ from utils.quickdraw.formats import (
     read_kaggle_csv,
     read_npy_bitmaps,
 )
-from utils.quickdraw.labels import LabelMap, google_name
-from utils.quickdraw.render import channels_of, render_batch, render_packed_batch
+from quickdraw.labels import LabelMap, google_name
+from quickdraw.render import channels_of, render_batch, render_packed_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -94,7 +94,7 @@ def pack_strokes(strokes: Sequence[np.ndarray]) -> bytes:
     """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent).
 
     The form in which drawings travel through tf.data (one string tensor each) and are
-    stored in TFRecord shards; :func:`utils.quickdraw.render.render_packed` draws it.
+    stored in TFRecord shards; :func:`quickdraw.render.render_packed` draws it.
     """
     points = strokes[0] if len(strokes) == 1 else np.concatenate(strokes)
     a = np.empty((len(points), 4), np.float32)
@@ -229,10 +229,10 @@ def count_examples(source: str | Path | Sequence[str | Path], **kwargs: Any) -> 
     (split, val_fraction, limit_per_class, ...). For ``steps_per_epoch``.
 
     Class files are parsed once: the counts of every split go into a manifest beside the
-    data (:mod:`utils.quickdraw.counts`), which later calls, other processes and the other
+    data (:mod:`quickdraw.counts`), which later calls, other processes and the other
     workers of a multi-worker job read instead of parsing again. ``strict=True`` or a
     ``report=`` reads the data (to raise on, or report, its bad rows). TFRecord shards:
-    the counts in ``manifest.json`` of :func:`~utils.quickdraw.shards.write_shards`.
+    the counts in ``manifest.json`` of :func:`~quickdraw.shards.write_shards`.
     Used in notebook 06 and ``scripts/train_quickdraw.py``.
     """
     split = kwargs.get("split", "train")
@@ -348,16 +348,16 @@ def make_dataset(
     (``simplified/``, ``raw/``, ``numpy_bitmap/`` or the files themselves) layout, a
     directory of TFRecord shards, one file (e.g. ``test_simplified.csv``: labels are -1),
     or a list of files. Images are ``float32`` in [0, 1], shape ``(image_size,
-    image_size, C)`` with C from ``encoding`` (see :mod:`utils.quickdraw.render`);
+    image_size, C)`` with C from ``encoding`` (see :mod:`quickdraw.render`);
     labels are ``int32`` indices into ``labels`` (default :func:`resolve_labels`).
 
     ``split``: ``"train"``, ``"val"`` (about ``val_fraction`` of the key_ids) or ``"all"``.
     ``shuffle`` defaults to True for ``"train"``. ``strict``/``report``: how bad rows are
-    handled (see :mod:`utils.quickdraw.formats`); read the report after a full pass (the
+    handled (see :mod:`quickdraw.formats`); read the report after a full pass (the
     pipeline parses ahead of what was consumed; with ``strict=True`` the error surfaces
     when iterating). ``input_context``: a
     ``tf.distribute.InputContext`` to shard by hand. ``augment``: redraw every drawing
-    under a fresh random hand each time it is read (:func:`utils.quickdraw.augment_strokes`;
+    under a fresh random hand each time it is read (:func:`quickdraw.augment_strokes`;
     True: its defaults, or a dict of its keyword arguments) - for the training split of
     the built-in doodles (issue 19; needs strokes, not bitmaps). Used in notebooks 04, 05,
     06, 07 and ``scripts/check_sim_to_real.py``.
@@ -615,7 +615,7 @@ def _npy_generator(labels, val_fraction, split_seed, split, limit, strict, repor
         label = labels.get(word) if labels is not None else -1
         if label is None:
             if strict:
-                from utils.quickdraw.formats import QuickDrawFormatError
+                from quickdraw.formats import QuickDrawFormatError
 
                 raise QuickDrawFormatError(p, None, f"unknown class name {word!r}")
             if report is not None:

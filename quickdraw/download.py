@@ -17,7 +17,7 @@ Kaggle's competition files (``train_simplified/<word>.csv``, ``test_simplified.c
 need a Kaggle account and accepting the competition rules; see
 :data:`KAGGLE_INSTRUCTIONS`. Unzipped, the directory works as is with ``make_dataset``.
 
-Command line: ``python -m utils.quickdraw.download cat "The Eiffel Tower" --limit 1000``.
+Command line: ``python -m quickdraw.download cat "The Eiffel Tower" --limit 1000``.
 Used in notebook 06 (explained, not run) and by readers who want the real data.
 """
 
@@ -35,8 +35,8 @@ from urllib.parse import quote
 
 import numpy as np
 
-from utils.quickdraw.formats import NPY_SIDE
-from utils.quickdraw.labels import google_categories, google_name
+from quickdraw.formats import NPY_SIDE
+from quickdraw.labels import google_categories, google_name
 
 GOOGLE_BASE_URL = "https://storage.googleapis.com/quickdraw_dataset/full"
 KINDS = {"simplified": ".ndjson", "raw": ".ndjson", "numpy_bitmap": ".npy"}

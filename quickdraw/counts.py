@@ -9,9 +9,9 @@ asked for, and stores the result in ``.counts.json`` beside the data (or under
 modification time. Later calls, other processes and the other workers of a multi-worker
 job read the manifest instead; a lock file makes a second process wait for the first
 one's count rather than parse the same files again. TFRecord shards carry their counts in
-the ``manifest.json`` that :func:`utils.quickdraw.shards.write_shards` writes.
+the ``manifest.json`` that :func:`quickdraw.shards.write_shards` writes.
 
-Used by :func:`utils.quickdraw.pipeline.count_examples` (notebook 06, ``scripts/train_quickdraw.py``).
+Used by :func:`quickdraw.pipeline.count_examples` (notebook 06, ``scripts/train_quickdraw.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The built-in doodle set: a seeded generator of Quick, Draw!-style drawings.
 
-Twenty-eight of Google's classes (templates in :mod:`utils.quickdraw.shapes`, from
+Twenty-eight of Google's classes (templates in :mod:`quickdraw.shapes`, from
 ``apple`` to ``wine glass``; real drawings of each ship in ``data/real``), drawn with
 human-like variation: hand wobble and jitter,
 rotation, uneven scale and shear, random start point and direction, overshoot where a
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from utils.quickdraw.formats import Drawing, write_kaggle_csv
-from utils.quickdraw.labels import LabelMap
-from utils.quickdraw.shapes import TEMPLATES
+from quickdraw.formats import Drawing, write_kaggle_csv
+from quickdraw.labels import LabelMap
+from quickdraw.shapes import TEMPLATES
 
 GENERATOR_VERSION = 5
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
@@ -177,7 +177,7 @@ def simplify_like_google(strokes: list[np.ndarray]) -> list[np.ndarray]:
 def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
     """One synthetic drawing of class ``word`` in the simplified 0-255 frame.
 
-    The class template (:mod:`utils.quickdraw.shapes`) gives the strokes a person would
+    The class template (:mod:`quickdraw.shapes`) gives the strokes a person would
     draw; then the hand: a smooth random warp, a pose (rotation, uneven scale, shear),
     each part a little off where it belongs, wobble along every stroke, sometimes strokes
     in another order or a stray extra stroke; then Google's simplification.
@@ -390,7 +390,7 @@ def load_arrays(
     Runs under TensorFlow 2.12 / NumPy 1.23 too. Used by the Horovod scripts of notebook 07
     (``utils.horovod_job.load_images``).
     """
-    from utils.quickdraw.render import render
+    from quickdraw.render import render
 
     if n < 1:
         raise ValueError(f"need n >= 1, got {n}")

@@ -1,11 +1,11 @@
 """Quick, Draw! data layer: real formats, a built-in doodle set, a fast renderer, tf.data.
 
-Public API (everything importable from ``utils.quickdraw``; TensorFlow is imported only
+Public API (everything importable from ``quickdraw``; TensorFlow is imported only
 inside :func:`make_dataset` and the shard writer, and nothing needs NumPy 2 or Keras 3):
 
 Built-in data (the default; no download)::
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
     path = qd.ensure_builtin_data(utils.choose(smoke="smoke", full="full"))
     # -> data/builtin/<variant>/ in Kaggle layout: train_simplified/<word>.csv,
     #    test_simplified.csv, test_solution.csv, labels.json, manifest.json
@@ -39,7 +39,7 @@ One-time shuffle into TFRecord shards (FILE autoshard across workers)::
     qd.write_shards(path, "data/shards/smoke", num_shards=8)   # tqdm progress bars
     train = qd.make_dataset("data/shards/smoke", split="train", image_size=32)
 
-Real data (never downloaded unless you call this; see utils/quickdraw/README.md)::
+Real data (never downloaded unless you call this; see quickdraw/README.md)::
 
     qd.download_google(["cat", "The Eiffel Tower"], "data/quickdraw", limit_per_class=1000)
     train = qd.make_dataset("data/quickdraw/simplified", split="train")
@@ -56,16 +56,16 @@ Reading and rendering without TensorFlow::
     imgs = qd.render_points_batch([p for p, _ in batch], [e for _, e in batch], 64)
     qd.split_of(key_id)                   # "train" or "val"
 
-Modules: :mod:`~utils.quickdraw.labels`, :mod:`~utils.quickdraw.formats`,
-:mod:`~utils.quickdraw.synthetic` (templates in :mod:`~utils.quickdraw.shapes`),
-:mod:`~utils.quickdraw.real`, :mod:`~utils.quickdraw.render`,
-:mod:`~utils.quickdraw.pipeline`, :mod:`~utils.quickdraw.shards`,
-:mod:`~utils.quickdraw.download`. Measurements against the real data are in
-``utils/quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
+Modules: :mod:`~quickdraw.labels`, :mod:`~quickdraw.formats`,
+:mod:`~quickdraw.synthetic` (templates in :mod:`~quickdraw.shapes`),
+:mod:`~quickdraw.real`, :mod:`~quickdraw.render`,
+:mod:`~quickdraw.pipeline`, :mod:`~quickdraw.shards`,
+:mod:`~quickdraw.download`. Measurements against the real data are in
+``quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
 """
 
-from utils.quickdraw.augment import augment_strokes
-from utils.quickdraw.formats import (
+from quickdraw.augment import augment_strokes
+from quickdraw.formats import (
     Drawing,
     QuickDrawFormatError,
     ReadReport,
@@ -81,8 +81,8 @@ from utils.quickdraw.formats import (
     write_kaggle_csv,
     write_ndjson,
 )
-from utils.quickdraw.labels import LabelMap, UnknownClassError, google_categories, google_name, kaggle_name
-from utils.quickdraw.pipeline import (
+from quickdraw.labels import LabelMap, UnknownClassError, google_categories, google_name, kaggle_name
+from quickdraw.pipeline import (
     count_examples,
     iter_examples,
     make_dataset,
@@ -91,17 +91,17 @@ from utils.quickdraw.pipeline import (
     split_of,
     unpack_strokes,
 )
-from utils.quickdraw.real import (
+from quickdraw.real import (
     RealDataError,
     load_real_test,
     read_real_test,
     real_test_dir,
     verify_real_test_set,
 )
-from utils.quickdraw.render import default_line_width, render, render_batch, render_points
-from utils.quickdraw.shards import write_shards
-from utils.quickdraw.synthetic import CLASSES as BUILTIN_CLASSES
-from utils.quickdraw.synthetic import builtin_dir, ensure_builtin_data, generate_builtin, load_arrays
+from quickdraw.render import default_line_width, render, render_batch, render_points
+from quickdraw.shards import write_shards
+from quickdraw.synthetic import CLASSES as BUILTIN_CLASSES
+from quickdraw.synthetic import builtin_dir, ensure_builtin_data, generate_builtin, load_arrays
 
 __all__ = [
     "BUILTIN_CLASSES",
@@ -155,10 +155,10 @@ _LAZY = {"KAGGLE_INSTRUCTIONS", "download_google", "google_url"}
 
 
 def __getattr__(name: str) -> object:
-    # the download helpers load on first use, so that ``python -m utils.quickdraw.download``
+    # the download helpers load on first use, so that ``python -m quickdraw.download``
     # does not import its own module twice
     if name in _LAZY:
-        from utils.quickdraw import download
+        from quickdraw import download
 
         return getattr(download, name)
-    raise AttributeError(f"module 'utils.quickdraw' has no attribute {name!r}")
+    raise AttributeError(f"module 'quickdraw' has no attribute {name!r}")

@@ -16,7 +16,7 @@ Training then reads the shards without any Python parsing (``TFRecordDataset``).
 ``make_dataset(out_dir, split=...)`` then reads the shards with ``auto_shard_policy =
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
 shards as there will be workers. Each record holds ``drawing`` (strokes packed by
-:func:`utils.quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
+:func:`quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
 Used in notebook 06 and the benchmarks (``bench_pipeline*.py``).
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from utils.quickdraw.formats import ReadReport
-from utils.quickdraw.labels import LabelMap
-from utils.quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
+from quickdraw.formats import ReadReport
+from quickdraw.labels import LabelMap
+from quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
 
 
 def shard_name(split: str, index: int, num_shards: int) -> str:

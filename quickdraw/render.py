@@ -27,7 +27,7 @@ Encodings (``encoding=``):
   ImageNet-style networks.
 
 Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kernel's
-``cv2.line`` approach are measured in ``utils/quickdraw/README.md`` and
+``cv2.line`` approach are measured in ``quickdraw/README.md`` and
 ``benchmarks/bench_render.py``. Used in notebooks 04, 05 and 06 (through ``make_dataset``).
 """
 
@@ -118,7 +118,7 @@ def render(
     """Render one drawing to a ``uint8`` image of shape ``(size, size, C)``.
 
     ``strokes``: float arrays ``(n, 2)`` or ``(n, 3)`` (x, y[, t]) in the 0-255 frame, as
-    returned by :mod:`utils.quickdraw.formats`. ``line_width`` is in output pixels
+    returned by :mod:`quickdraw.formats`. ``line_width`` is in output pixels
     (default :func:`default_line_width`); ``supersample`` is the canvas factor (default
     :func:`default_supersample`); ``antialias=False`` draws at the output size.
     Deterministic. For many drawings :func:`render_batch` is several times faster.
@@ -144,7 +144,7 @@ def render_points(
     supersample: int | None = None,
     antialias: bool = True,
 ) -> np.ndarray:
-    """Render one drawing from all its points at once (:func:`utils.quickdraw.formats.parse_points`):
+    """Render one drawing from all its points at once (:func:`quickdraw.formats.parse_points`):
     ``points`` ``(N, 2)`` or ``(N, 3)``, ``ends`` the cumulative stroke lengths. Same
     options and result as :func:`render`."""
     nch = channels_of(encoding)
@@ -155,7 +155,7 @@ def render_points(
 
 
 def render_packed(data: bytes, size: int = 64, **kwargs: object) -> np.ndarray:
-    """Render strokes packed by :func:`utils.quickdraw.pipeline.pack_strokes`. Same options
+    """Render strokes packed by :func:`quickdraw.pipeline.pack_strokes`. Same options
     as :func:`render`."""
     return render_packed_batch([data], size, **kwargs)[0]  # type: ignore[arg-type]
 
@@ -176,7 +176,7 @@ def render_batch(drawings: Sequence[Sequence[np.ndarray]], size: int = 64, **kwa
 
 
 def render_packed_batch(packed: Sequence[bytes], size: int = 64, **kwargs: object) -> np.ndarray:
-    """Render drawings packed by :func:`utils.quickdraw.pipeline.pack_strokes` (float32 rows
+    """Render drawings packed by :func:`quickdraw.pipeline.pack_strokes` (float32 rows
     ``x, y, t, stroke``; ``t`` < 0 when there are no times), all at once: what
     ``make_dataset`` calls for every batch. Same options and results as :func:`render`."""
     a = np.frombuffer(b"".join(packed), np.float32).reshape(-1, 4)

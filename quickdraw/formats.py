@@ -21,7 +21,7 @@ reason; ``strict=False`` skips the row and counts it in a :class:`ReadReport`.
 Strokes are returned as a list of ``float32`` arrays of shape ``(n, 2)`` (x, y) or
 ``(n, 3)`` (x, y, t in ms since the first point) - the renderer's input.
 
-Used in notebooks 04, 05 and 06 through :func:`utils.quickdraw.make_dataset`.
+Used in notebooks 04, 05 and 06 through :func:`quickdraw.make_dataset`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from utils.quickdraw.labels import LabelMap, google_name
+from quickdraw.labels import LabelMap, google_name
 
 KAGGLE_COLUMNS = ("countrycode", "drawing", "key_id", "recognized", "timestamp", "word")
 KAGGLE_TEST_COLUMNS = ("key_id", "countrycode", "drawing")
@@ -328,7 +328,7 @@ def normalise_to_frame(strokes: Sequence[np.ndarray], frame: float = 255.0) -> l
 
     Aspect ratio kept; a third column (time) is kept as it is; a drawing with no extent (one
     point) is moved to 0. Returns new ``float32`` arrays. Used by :func:`normalise_raw` and
-    :func:`utils.quickdraw.augment_strokes` (after its random hand).
+    :func:`quickdraw.augment_strokes` (after its random hand).
     """
     xy = np.concatenate([s[:, :2] for s in strokes])
     low = xy.min(axis=0)

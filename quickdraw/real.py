@@ -11,12 +11,12 @@ SHA-256 of every file (checked by :func:`verify_real_test_set` and the tests).
 A model trained only on the built-in doodles is scored on these drawings: the
 sim-to-real gap of notebook 06 and ``scripts/check_sim_to_real.py``. Never train on them.
 
-    from utils import quickdraw as qd
+    import quickdraw as qd
     x, y, names = qd.load_real_test(image_size=32)       # float32 images, int64 labels
     qd.make_dataset(qd.real_test_dir(), split="all", shuffle=False, image_size=32)
 
 The set was made once from a folder laid out like the course authors' sample
-(``python -m utils.quickdraw.real build /path/to/quickdraw-sample``). Used in notebook 06.
+(``python -m quickdraw.real build /path/to/quickdraw-sample``). Used in notebook 06.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from utils.quickdraw.formats import Drawing, read_ndjson
-from utils.quickdraw.labels import LabelMap
+from quickdraw.formats import Drawing, read_ndjson
+from quickdraw.labels import LabelMap
 
-REAL_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "real"
+REAL_DIR = Path(__file__).resolve().parent.parent / "data" / "real"
 MANIFEST = "manifest.json"
 PER_CLASS = 25  # the sample holds the first 25 drawings of every simplified file
 RAW_CLASSES = ("apple", "diamond", "eye", "fish", "house")  # the built-in classes with raw files
@@ -105,7 +105,7 @@ def load_real_test(
     """The real test set as arrays: ``float32`` images ``(N, size, size, C)`` in [0, 1],
     ``int64`` labels and the class names, rendered like ``make_dataset`` renders.
     Runs without TensorFlow. Used in notebook 06 and ``scripts/check_sim_to_real.py``."""
-    from utils.quickdraw.render import render
+    from quickdraw.render import render
 
     drawings = read_real_test(kind, root=root, recognized_only=recognized_only)
     images = np.stack([render(d.strokes, image_size, encoding=encoding) for d in drawings])
@@ -154,7 +154,7 @@ def build_real_test_set(
     simplified files, the first ``raw_per_class`` lines of the raw ones, byte for byte,
     plus ``labels.json``, ``manifest.json`` and ``LICENSE``. Run once by course authors;
     nothing in the course calls it."""
-    from utils.quickdraw.synthetic import CLASSES
+    from quickdraw.synthetic import CLASSES
 
     sample, out = Path(sample), Path(out or REAL_DIR)
     classes = list(classes or CLASSES)
@@ -198,7 +198,7 @@ def build_real_test_set(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m utils.quickdraw.real build <sample>`` or ``... verify``."""
+    """``python -m quickdraw.real build <sample>`` or ``... verify``."""
     p = argparse.ArgumentParser(description="The course's shipped real Quick, Draw! test set")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="copy it out of a quickdraw-sample folder")

@@ -13,7 +13,7 @@ draws ~25,000 32x32 drawings a second), so the whole training set is redrawn onc
 
 Used in ``scripts/check_sim_to_real.py`` (``--rotation`` etc.) and by
 ``qd.make_dataset(..., augment=True)`` (notebook 06 can train with it that way).
-NumPy only (the frame is :func:`utils.quickdraw.formats.normalise_to_frame`).
+NumPy only (the frame is :func:`quickdraw.formats.normalise_to_frame`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from utils.quickdraw.formats import normalise_to_frame
+from quickdraw.formats import normalise_to_frame
 
 __all__ = ["augment_strokes"]
 
@@ -47,11 +47,11 @@ def augment_strokes(
     ``drop_stroke`` (drawings of one stroke are kept whole), then
     :func:`normalise_to_frame`. ``warp`` > 0 first bends the drawing with a smooth random
     displacement field (per axis two plane waves of 0.5-1.5 cycles per frame, amplitudes
-    uniform up to ``warp`` x 255; measured in ``utils/quickdraw/README.md``, not in the
+    uniform up to ``warp`` x 255; measured in ``quickdraw/README.md``, not in the
     recipe). All zeros give the drawings back normalised only; an empty
     drawing stays empty.
     ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame. The
-    defaults are the recipe measured in ``utils/quickdraw/README.md`` (sim-to-real).
+    defaults are the recipe measured in ``quickdraw/README.md`` (sim-to-real).
     """
     if rotation < 0 or shear < 0 or aspect < 0 or warp < 0 or not 0 <= drop_stroke < 1:
         raise ValueError(

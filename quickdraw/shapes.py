@@ -5,7 +5,7 @@ would draw them, in a unit frame (about -1..1, y down), with the structural vari
 in real Quick, Draw! drawings of that class: how many parts, which are left out, how they
 are proportioned and where people start. The strokes are ideal paths; the hand
 (wobble, uneven pressure on the shape, sloppy joins, pose) is added afterwards by
-:func:`utils.quickdraw.synthetic.doodle`, which then applies Google's simplification.
+:func:`quickdraw.synthetic.doodle`, which then applies Google's simplification.
 
 The class list and the variants were chosen by looking at the first 25 real drawings of
 each class (``data/real/``, CC BY 4.0 Google): stroke counts, aspect ratios and the
@@ -18,7 +18,7 @@ more tilt) from the misses on Google's 28x28 bitmaps of four classes (rows 25+, 
 ``scripts/check_sim_to_real.py`` measures how well a model trained only on these doodles
 does on those real drawings (and on 13-25 alone).
 NumPy only (also runs under NumPy 1.23 for notebook 07). Used through
-:mod:`utils.quickdraw.synthetic` in notebooks 04-07.
+:mod:`quickdraw.synthetic` in notebooks 04-07.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ competition files and submissions write ``The_Eiffel_Tower``. Both map to one la
 through :class:`LabelMap`, which is explicit, ordered, and saved next to a model as JSON
 so that predictions can be turned back into names later.
 
-Used in notebooks 04, 05 and 06 (and the Horovod scripts of 07), through ``utils.quickdraw``.
+Used in notebooks 04, 05 and 06 (and the Horovod scripts of 07), through ``quickdraw``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _FORMAT = "quickdraw-labels/1"
 def google_name(name: str) -> str:
     """Google's spelling of a class name: ``The_Eiffel_Tower`` -> ``The Eiffel Tower``.
 
-    Used by every reader in ``utils.quickdraw`` (notebooks 04-06).
+    Used by every reader in ``quickdraw`` (notebooks 04-06).
     """
     return " ".join(name.replace("_", " ").split())
 
@@ -40,7 +40,7 @@ def google_categories() -> tuple[str, ...]:
     """The 345 Quick, Draw! category names as Google spells them, sorted.
 
     Taken from the file names of Google's ``full/simplified`` dataset (see
-    ``utils/quickdraw/README.md``). Used by :mod:`utils.quickdraw.download`.
+    ``quickdraw/README.md``). Used by :mod:`quickdraw.download`.
     """
     text = (Path(__file__).with_name("categories.txt")).read_text(encoding="utf-8")
     return tuple(line.strip() for line in text.splitlines() if line.strip())
@@ -58,9 +58,9 @@ class LabelMap(Sequence[str]):
     ``labels[i]`` gives the Google spelling; :meth:`kaggle` the Kaggle one.
 
     Used in notebooks 04, 05 and 06: build it from the data
-    (:func:`utils.quickdraw.resolve_labels`), save it with the model (:meth:`save`) and
+    (:func:`quickdraw.resolve_labels`), save it with the model (:meth:`save`) and
     load it back (:meth:`load`). This module imports nothing from the rest of
-    ``utils.quickdraw`` (the readers import it, not the other way round).
+    ``quickdraw`` (the readers import it, not the other way round).
     """
 
     def __init__(self, names: Iterable[str]) -> None:
