@@ -20,6 +20,8 @@ docstring):
 - :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
 - :mod:`utils.perf`        – input-bound check, the profiler trace read in code, tf.data service (06, 08)
 - :mod:`utils.submission`  – write and validate a Kaggle submission (06)
+- :mod:`utils.listing`     – ``show_program``: a worker program whole, distributed lines highlighted (04, 05, 10)
+- :mod:`utils.upstream`    – ``bug_still_there``: a lesson about an upstream bug, once it is fixed (02, 04)
 
 Beside it: the Quick, Draw! data layer is its own package, :mod:`quickdraw` (04, 06–08), and the
 machinery that runs the lessons — child processes, local clusters, network namespaces, Horovod
