@@ -30,24 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = [
-    "LINKS",
-    "CommStep",
-    "CommTrace",
-    "Link",
-    "Transfer",
-    "chunk_bounds",
-    "parameter_server_allreduce",
-    "parameter_server_time",
-    "ring_allreduce",
-    "ring_allreduce_time",
-    "ring_initial_holdings",
-]
+__all__ = ["LINKS", "CommStep", "CommTrace", "Link", "Transfer", "chunk_bounds", "parameter_server_allreduce",
+           "parameter_server_time", "ring_allreduce", "ring_allreduce_time", "ring_initial_holdings"]
 
 
-# --------------------------------------------------------------------------------------
-# Records of a simulated collective
-# --------------------------------------------------------------------------------------
+# --- Records of a simulated collective
 
 
 @dataclass(frozen=True)
@@ -117,10 +104,6 @@ class CommTrace:
                 totals[t.dst] += t.nbytes
         return totals
 
-    def total_bytes(self) -> int:
-        """Bytes on the wire, all nodes together."""
-        return sum(self.bytes_sent().values())
-
     def time(self, bandwidth: float, latency: float = 0.0) -> float:
         """Seconds the collective takes on links of ``bandwidth`` bytes/s and ``latency`` s.
 
@@ -131,9 +114,7 @@ class CommTrace:
         return sum(latency + step.busiest_bytes() / bandwidth for step in self.steps)
 
 
-# --------------------------------------------------------------------------------------
-# Argument checks and chunking
-# --------------------------------------------------------------------------------------
+# --- Argument checks and chunking
 
 
 def _check_link(bandwidth: float, latency: float) -> None:
@@ -187,9 +168,7 @@ def chunk_bounds(length: int, n_chunks: int) -> list[tuple[int, int]]:
     return bounds
 
 
-# --------------------------------------------------------------------------------------
-# Ring AllReduce
-# --------------------------------------------------------------------------------------
+# --- Ring AllReduce
 
 
 def ring_allreduce(tensors: Sequence[np.ndarray], *, record_holdings: bool = False) -> CommTrace:
@@ -269,9 +248,7 @@ def ring_initial_holdings(n: int) -> np.ndarray:
     return holdings
 
 
-# --------------------------------------------------------------------------------------
-# Parameter server
-# --------------------------------------------------------------------------------------
+# --- Parameter server
 
 
 def parameter_server_allreduce(tensors: Sequence[np.ndarray], *, n_servers: int = 1) -> CommTrace:
@@ -320,9 +297,7 @@ def parameter_server_allreduce(tensors: Sequence[np.ndarray], *, n_servers: int 
     )
 
 
-# --------------------------------------------------------------------------------------
-# Closed-form cost model: latency + size / bandwidth
-# --------------------------------------------------------------------------------------
+# --- Closed-form cost model: latency + size / bandwidth
 
 
 def ring_allreduce_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
@@ -356,9 +331,7 @@ def parameter_server_time(
     return 2 * (latency + max(n / n_servers, 1.0) * nbytes / bandwidth)
 
 
-# --------------------------------------------------------------------------------------
-# Link bandwidths, with sources
-# --------------------------------------------------------------------------------------
+# --- Link bandwidths, with sources
 
 
 @dataclass(frozen=True)
