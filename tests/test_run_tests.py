@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,28 +74,32 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_runs_unit_tests_then_notebooks_then_horovod(tmp_path: Path) -> None:
+def test_runs_unit_tests_then_notebooks_then_horovod_beside_the_rehearsals(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     result = run(root)
     assert result.returncode == 0, result.stderr
-    log = calls(root)
-    assert log[0] == "-m pytest tests -m not horovod_env --durations=10"
-    assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in log[1] and "07_" not in log[1]
-    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in log[2:4])  # the GPU rehearsals
+    log = calls(root)  # both streams write to it
+    main = [line for line in log if "notebooks/01_b.ipynb" in line or "tests" in line.split() or "horovod" in line]
+    assert main[0] == "-m pytest tests -m not horovod_env --durations=10"
+    assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in main[1] and "07_" not in main[1]
+    assert main[2] == "-m pytest tests -m horovod_env"
+    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
+    second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
+    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[:2])  # the GPU rehearsals
+    assert second[2] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
-    assert log[4] == "tools/colab_rehearsal.py --faithful /fake/venv-colab"  # its build printed the path last
-    assert log[5] == "-m pytest tests -m horovod_env"
-    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in log[6]
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
+    assert not list(Path(tempfile.gettempdir()).glob("course-second-stream.*"))  # the copy is gone
 
 
 def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -> None:
     root = make_project(tmp_path, colab_setup='echo "setup_colab_env: no Python 3.13" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0, result.stderr
-    assert calls(root)[4] == "tools/colab_rehearsal.py" and "the simple one instead" in result.stdout
+    assert f"tools/colab_rehearsal.py --source {root}" in calls(root) and "the simple one instead" in result.stdout
     failed = make_project(tmp_path / "failed", colab_setup="exit 1")
-    assert run(failed).returncode == 1 and len(calls(failed)) == 4  # no Colab rehearsal, no notebook 07
+    result = run(failed)
+    assert result.returncode == 1 and not any("colab_rehearsal" in line for line in calls(failed))
 
 
 def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path) -> None:
@@ -102,13 +107,14 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     result = run(root)
     assert result.returncode == 0
     assert len(calls(root)) == 5  # unit tests, notebooks, two GPU rehearsals, Colab rehearsal; not notebook 07
+    assert not any(line.endswith("-m horovod_env") or "--nbval-kernel-name horovod" in line for line in calls(root))
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
 
 def test_failed_build_fails_the_run(tmp_path: Path) -> None:
     root = make_project(tmp_path, setup="exit 1")
     assert run(root).returncode == 1
-    assert len(calls(root)) == 5
+    assert not any(line.endswith("-m horovod_env") for line in calls(root))  # notebook 07 not tried
 
 
 @pytest.mark.parametrize("how", ["failure", "interrupt"])
