@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,8 +56,7 @@ def run(
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PY": str(root / "python")},
-        **kwargs,
+        **{"env": {**os.environ, "PY": str(root / "python")}, **kwargs},
     )
 
 
@@ -76,7 +74,9 @@ def alive(pid: int) -> bool:
 
 def test_runs_unit_tests_then_notebooks_then_horovod_beside_the_rehearsals(tmp_path: Path) -> None:
     root = make_project(tmp_path)
-    result = run(root)
+    scratch = tmp_path / "tmp"  # where the second stream's copy of the tree goes
+    scratch.mkdir()
+    result = run(root, env={**os.environ, "PY": str(root / "python"), "TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
     log = calls(root)  # both streams write to it
     main = [line for line in log if "notebooks/01_b.ipynb" in line or "tests" in line.split() or "horovod" in line]
@@ -89,7 +89,7 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_the_rehearsals(tmp_p
     assert second[2] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
-    assert not list(Path(tempfile.gettempdir()).glob("course-second-stream.*"))  # the copy is gone
+    assert list(scratch.iterdir()) == []  # the copy is gone
 
 
 def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -> None:
