@@ -14,13 +14,13 @@ It executes notebook 00 and notebook 02 (multi-replica) under ``pytest --nbval-l
 smoke settings and checks that the clone was made and used. Exit code: pytest's.
 
 ``--faithful PYTHON`` rehearses Colab as it is: PYTHON is an environment with Colab's package
-set (``.venv-colab``, tools/setup_colab_env.sh: Python 3.13, TensorFlow 2.20, Keras 3.13.2), of
-which each run takes a fresh copy. First a session in which TensorFlow was already imported runs
+set (built by tools/setup_colab_env.sh into the course cache: Python 3.13, TensorFlow 2.20, Keras
+3.13.2), of which each run takes a fresh copy. First a session in which TensorFlow was already imported runs
 notebook 00's setup cell: ``infra.colab.install`` must really replace TensorFlow 2.20 by 2.21 with
 pip (from the package index or pip's cache) and ask for the restart, naming what it replaced.
 Then, as after *Restart session*, notebooks 00 and 04 run in fresh kernels, and notebook 00 once
 more under the one-GPU rehearsal (a T4; the CPU wheel stands in for ``tensorflow[and-cuda]``).
-``make test`` runs the faithful rehearsal when ``.venv-colab`` can be built, else the simple one
+``make test`` runs the faithful rehearsal when that environment can be built, else the simple one
 (tools/run_tests.sh).
 """
 
@@ -51,7 +51,8 @@ nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import tensorflo
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 NotebookClient(nb, timeout=1800, allow_errors=True, kernel_name="python3").execute()
 errors = [o for o in nb.cells[1].outputs if o.output_type == "error"]
-print("RESULT", json.dumps({"first cell": "".join(o.get("text", "") for o in nb.cells[0].outputs).strip(),
+printed = [o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stdout"]  # not TensorFlow's log
+print("RESULT", json.dumps({"first cell": "".join(printed).strip(),
                             "errors": [o.ename for o in errors], "message": " ".join(o.evalue for o in errors)}))
 """
 
