@@ -28,7 +28,7 @@ def make_project(
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
     (root / "notebooks").mkdir()
-    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb"):
+    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb", "10_net.ipynb"):
         (root / "notebooks" / name).write_text("{}")
     (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
     (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
@@ -72,7 +72,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_runs_unit_tests_then_notebooks_then_horovod_beside_the_rehearsals(tmp_path: Path) -> None:
+def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_10_and_the_rehearsals(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     scratch = tmp_path / "tmp"  # where the second stream's copy of the tree goes
     scratch.mkdir()
@@ -81,12 +81,13 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_the_rehearsals(tmp_p
     log = calls(root)  # both streams write to it
     main = [line for line in log if "notebooks/01_b.ipynb" in line or "tests" in line.split() or "horovod" in line]
     assert main[0] == "-m pytest tests -m not horovod_env --durations=10"
-    assert "notebooks/00_a.ipynb notebooks/01_b.ipynb" in main[1] and "07_" not in main[1]
+    assert main[1].endswith("--durations=15 notebooks/00_a.ipynb notebooks/01_b.ipynb")  # not 07, not 10
     assert main[2] == "-m pytest tests -m horovod_env"
     assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
     second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
-    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[:2])  # the GPU rehearsals
-    assert second[2] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
+    assert second[0].endswith("--durations=15 notebooks/10_net.ipynb")
+    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[1:3])  # the GPU rehearsals
+    assert second[3] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
     assert list(scratch.iterdir()) == []  # the copy is gone
@@ -106,7 +107,7 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 5  # unit tests, notebooks, two GPU rehearsals, Colab rehearsal; not notebook 07
+    assert len(calls(root)) == 6  # unit tests, notebooks, notebook 10, two GPU rehearsals, Colab rehearsal; not 07
     assert not any(line.endswith("-m horovod_env") or "--nbval-kernel-name horovod" in line for line in calls(root))
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
@@ -168,9 +169,10 @@ def test_full_run_executes_each_notebook_in_its_own_call(tmp_path: Path) -> None
         "notebooks/00_a.ipynb",
         "notebooks/01_b.ipynb",
         "notebooks/07_horovod.ipynb",
+        "notebooks/10_net.ipynb",
     ]
     assert (
-        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb")
+        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb build/10_net.ipynb")
         and "--to html" in log[-1]
     )
 

@@ -8,9 +8,10 @@
 # Measured on a quiet 2-core machine from a fresh clone with an empty pip cache: 24 min one
 # step after the other, 17 min with the build in the background.
 #
-# The GPU rehearsals and the Colab rehearsal run as a second stream beside them, in a copy of the
-# working tree (its own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and
-# workers import the copy): one after the other they would add ~20 min on 2 cores.
+# Notebook 10 (~5 min, mostly workers waiting on a slowed virtual network), the GPU rehearsals
+# and the Colab rehearsal run as a second stream beside them, in a copy of the working tree (its
+# own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and workers import the
+# copy): one after the other they would add ~25 min on 2 cores.
 #
 # The background build is stopped if this script fails or is interrupted; its output is in
 # .venv-horovod-setup.log and is printed when it ends.
@@ -19,8 +20,8 @@
 #   tools/run_tests.sh unit      unit tests only (make test-unit)
 #   tools/run_tests.sh notebooks notebooks 00-06, 08-10 and the Colab rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
-#   tools/run_tests.sh second     the second stream of `all`: Colab environment, GPU rehearsals,
-#                                 Colab rehearsal (COURSE_SOURCE_TREE: the git checkout to clone)
+#   tools/run_tests.sh second     the second stream of `all`: notebook 10, GPU rehearsals, Colab
+#                                 rehearsal (COURSE_SOURCE_TREE: the git checkout to clone)
 #   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
 
@@ -32,6 +33,8 @@ export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
+mapfile -t SECOND_NBS < <(ls notebooks/10_*.ipynb 2>/dev/null || true) # in the second stream under `all`
+mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -v '^notebooks/10_')   # the others
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
@@ -60,9 +63,9 @@ trap stop_build EXIT
 trap 'exit 130' INT TERM
 
 run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
-run_notebooks() {
+run_notebooks() { # run_notebooks NOTEBOOK...
     # --durations: the slowest cells, to see where make test's time goes
-    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "${MAIN_NBS[@]}"
+    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "$@"
 }
 run_colab() { # run_colab RC: the Colab rehearsal after setup_colab_env.sh ended with RC
     # As on Colab: stand-in google.colab, /content-like working directory, the course cloned
@@ -98,7 +101,7 @@ rc=0
 case "$STAGE" in
     unit) run_unit ;;
     notebooks)
-        run_notebooks
+        run_notebooks "${MAIN_NBS[@]}"
         rc=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
         cat "$COLAB_LOG"
@@ -111,34 +114,36 @@ case "$STAGE" in
             run_horovod "$rc"
         fi
         ;;
-    second) # the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
+    second) # notebook 10, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
         rc=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
+        if ((${#SECOND_NBS[@]})); then run_notebooks "${SECOND_NBS[@]}"; fi
         run_rehearsals
         cat "$COLAB_LOG"
         run_colab "$rc"
         ;;
     all)
+        SECOND_TREE=$(mktemp -d "${TMPDIR:-/tmp}/course-second-stream.XXXXXX")
+        SECOND_LOG="$ROOT/.test-second-stream.log"
+        # copied before the Horovod build starts writing its log into the tree
+        if git rev-parse --git-dir >/dev/null 2>&1; then # the tracked files, as they are now
+            git ls-files -z | xargs -0 cp --parents -t "$SECOND_TREE" 2>/dev/null || true
+        else
+            tar -C "$ROOT" --exclude=./.venv --exclude=./.venv-horovod -cf - . | tar -C "$SECOND_TREE" -xf -
+        fi
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: building the Horovod environment in the background (log: $SETUP_LOG)"
             # setsid: its own process group, so that stop_build reaches the compiler too
             setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
             build_pid=$!
         fi
-        SECOND_TREE=$(mktemp -d "${TMPDIR:-/tmp}/course-second-stream.XXXXXX")
-        SECOND_LOG="$ROOT/.test-second-stream.log"
-        if git rev-parse --git-dir >/dev/null 2>&1; then # the tracked files, as they are now
-            git ls-files -z | xargs -0 cp --parents -t "$SECOND_TREE" 2>/dev/null || true
-        else
-            tar -C "$ROOT" --exclude=./.venv --exclude=./.venv-horovod -cf - . | tar -C "$SECOND_TREE" -xf -
-        fi
-        echo "run_tests: GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
+        echo "run_tests: notebook 10, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
         # setsid: its own process group, so that stop_build stops the whole stream
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
             setsid bash -c 'cd "$1" && exec bash tools/run_tests.sh second' _ "$SECOND_TREE" >"$SECOND_LOG" 2>&1 &
         second_pid=$!
         run_unit
-        run_notebooks
+        run_notebooks "${FIRST_NBS[@]}"
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: waiting for the Horovod environment"
             wait "$build_pid" || rc=$?
@@ -146,7 +151,7 @@ case "$STAGE" in
             cat "$SETUP_LOG"
             run_horovod "$rc"
         fi
-        echo "run_tests: waiting for the second stream (GPU and Colab rehearsals)"
+        echo "run_tests: waiting for the second stream (notebook 10, GPU and Colab rehearsals)"
         second_rc=0
         wait "$second_pid" || second_rc=$?
         second_pid=""
