@@ -65,11 +65,13 @@ until the kernel exits; :func:`in_process_servers` lists them.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import inspect
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -84,6 +86,7 @@ from typing import Any, Union
 
 from infra.devices import detect_gpus
 from infra.process import RESULT_PREFIX, child_env, read_results, start_child, stop_children
+from infra.watchdog import OwnerGuard
 from utils.config import PROJECT_ROOT
 from utils.devices import GpuInfo, WorkerDevices, plan_workers
 from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
@@ -356,6 +359,7 @@ class LocalCluster:
         self._log_text: dict[tuple[str, int], str] = {}
         self._streamed: dict[tuple[str, int], int] = {}
         self._workdir: Path | None = None
+        self._guard: OwnerGuard | None = None
         self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -376,6 +380,8 @@ class LocalCluster:
         if self._procs:
             raise RuntimeError("this LocalCluster was already started; create a new one")
         self._workdir = Path(tempfile.mkdtemp(prefix="course-cluster-"))
+        # if this process is killed (a killed kernel), the guardian removes the folder and the tasks
+        self._guard = OwnerGuard("infra.cluster:_remove_after_owner", [str(self._workdir)])
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -400,6 +406,8 @@ class LocalCluster:
                     )
                 self._logs[task] = log_path
                 self._streamed[task] = 0
+                with open(self._workdir / "pgids", "a") as pgids:  # each task leads its process group
+                    pgids.write(f"{self._procs[task].pid}\n")
         except BaseException:
             self.stop()
             raise
@@ -505,6 +513,9 @@ class LocalCluster:
                 self._read_log(task)
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
         self._logs = {}
         self._stopped = True
         with _LIVE_LOCK:
@@ -536,6 +547,16 @@ def run_workers(target: Target, num_workers: int = 2, **kwargs: Any) -> ClusterR
 # --------------------------------------------------------------------------------------------
 _IN_PROCESS_SERVERS: list[Any] = []
 _IN_PROCESS_CLUSTERS: list[dict[str, list[str]]] = []
+
+
+def _remove_after_owner(workdir: str) -> None:
+    """What a :class:`LocalCluster`'s guardian does when its owner died without stopping it:
+    kill the tasks' process groups (their ids are in ``workdir/pgids``), delete ``workdir``."""
+    with contextlib.suppress(OSError):
+        for pgid in Path(workdir, "pgids").read_text().split():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(pgid), signal.SIGKILL)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def start_in_process_ps_cluster(

@@ -4,7 +4,7 @@
 they print comes back prefixed with the rank (``[1]<stdout>:epoch 1 …``). This module builds
 such command lines, runs them with a timeout and splits the output per rank. Every process
 a run starts carries a marker in its environment, so after the run (normal exit, error,
-timeout or a keyboard interrupt) any survivor is found through ``/proc`` and killed:
+timeout or a keyboard interrupt) any survivor is found through its environment and killed:
 nothing outlives the cell. It also reads ``horovodrun --check-build``.
 
 Introduced in notebook 07. No TensorFlow or Horovod import here: the helpers run in the
@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from infra.process import child_env, start_child, stop_child
 
@@ -178,39 +180,25 @@ class HorovodRun:
         return self
 
 
-def _environ_of(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return handle.read()
-    except OSError:  # gone, or not ours to read
-        return b""
-
-
 def marked_processes(run_id: str) -> list[int]:
-    """Process ids whose environment has ``COURSE_HOROVOD_RUN=run_id`` (Linux ``/proc``).
+    """Process ids whose environment has ``COURSE_HOROVOD_RUN=run_id``.
 
     Used by :func:`run_horovod` to find anything a run left behind; notebook 07 asserts the
     list is empty after each run.
     """
     if not run_id:
         raise ValueError("run_id must not be empty")
-    needle = f"{MARKER_VAR}={run_id}".encode()
-    proc = Path("/proc")
-    if not proc.is_dir():  # not Linux: nothing we can scan
-        return []
     found = []
-    for entry in proc.iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            if needle in _environ_of(int(entry.name)).split(b"\0"):
-                found.append(int(entry.name))
+    for proc in psutil.process_iter(["environ"]):  # environ is None where we may not read it
+        if proc.pid != os.getpid() and (proc.info["environ"] or {}).get(MARKER_VAR) == run_id:
+            found.append(proc.pid)
     return sorted(found)
 
 
 def _cmdline(pid: int) -> str:
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return ""
 
 

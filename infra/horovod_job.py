@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,37 +159,3 @@ def load_weights(folder: str | os.PathLike[str], rank: int) -> list[np.ndarray]:
     """The final weights rank ``rank`` saved in ``folder`` (``rank<r>.npz``), in order."""
     with np.load(Path(folder) / f"rank{rank}.npz", allow_pickle=False) as data:
         return [data[f"arr_{i}"] for i in range(len(data.files))]
-
-
-@contextmanager
-def watchdog(seconds: float, what: str, *, grace: float = 2.0, exit_code: int = 3) -> Iterator[None]:
-    """End this process if the block does not finish within ``seconds`` (a collective that never returns).
-
-    A rank waiting in an all-reduce that the other ranks never join waits forever. Around
-    such a call, ``with watchdog(5, "all-reduce 'gradient' of step 3"):`` prints
-    ``still waiting in all-reduce 'gradient' of step 3 after 5 s`` (stdout, flushed), gives
-    the other ranks ``grace`` seconds to print theirs, then ends the process with
-    ``os._exit(exit_code)``: Horovod's launcher then stops the whole job. If the block
-    finishes in time, nothing happens. Used by ``scripts/workers/horovod_stall.py``
-    (notebook 07, "a rank that stalls").
-    """
-    if seconds <= 0 or grace < 0:
-        raise ValueError(f"seconds must be > 0 and grace >= 0, got {seconds} and {grace}")
-    done = threading.Event()
-
-    def watch() -> None:
-        if done.wait(seconds):
-            return
-        print(f"still waiting in {what} after {seconds:g} s", flush=True)
-        if done.wait(grace):
-            return
-        sys.stderr.flush()
-        os._exit(exit_code)
-
-    thread = threading.Thread(target=watch, name="watchdog", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()

@@ -31,10 +31,10 @@ API::
   cable; host to host crosses two cables.
 - Clean-up is absolute. Every name starts with ``crs-<owner pid>-<owner start time>-``;
   leaving the ``with`` block, an exception or Ctrl-C deletes the namespaces (which removes
-  their cards, bridge and qdiscs, and kills processes still inside). A watchdog process
-  started with the network deletes it when its creator dies in any way, SIGKILL included;
-  and :func:`reap_orphans` (called by every new network) deletes what a dead owner left
-  if the watchdog died too. Live networks of other processes are never touched.
+  their cards, bridge and qdiscs, and kills processes still inside). A guardian process
+  (:class:`infra.watchdog.OwnerGuard`) started with the network deletes it when its creator
+  dies in any way, SIGKILL included; and :func:`reap_orphans` (called by every new network)
+  deletes what a dead owner left if the guardian died too. Live networks of other processes are never touched.
 - Addresses come from a private /24 (or the ``subnet`` you give) that overlaps none of the
   machine's routes or addresses (checked with ``ip route``/``ip addr``).
 - :func:`network_problem` says in one line why namespaces cannot work here (not Linux,
@@ -66,6 +66,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import psutil
+
+from infra.watchdog import OwnerGuard, start_time
 
 __all__ = [
     "LOOPBACK_LABEL",
@@ -310,13 +314,9 @@ _COUNTER = itertools.count()
 
 
 def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except OSError:
-        return None
-    return int(text[text.rfind(")") + 2 :].split()[19])
+    """The process's start time in 1/100 s since boot (short enough for a namespace's name)."""
+    started = start_time(pid)
+    return None if started is None else round((started - psutil.boot_time()) * 100)
 
 
 def _owner_tag(pid: int | None = None) -> str:
@@ -382,62 +382,9 @@ def _delete_namespaces(names: Sequence[str]) -> None:
         subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
 
 
-# The watchdog: a tiny process in its own session that holds the read end of a pipe whose
-# write end only the creator holds. When the creator dies (even by SIGKILL) the pipe
-# closes, the read returns and, unless the creator said "done", it deletes the namespaces.
-_WATCHDOG_CODE = r"""
-import os, signal, subprocess, sys, time
-for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-    signal.signal(s, signal.SIG_IGN)
-ip, names = sys.argv[1], sys.argv[2:]
-data = b""
-while True:
-    chunk = os.read(0, 1024)
-    if not chunk:
-        break
-    data += chunk
-if b"done" not in data:
-    for name in sorted(names, key=lambda n: n.endswith("-sw")):
-        if not os.path.exists("/run/netns/" + name):
-            continue
-        for _ in range(50):
-            pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True).stdout.split()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            time.sleep(0.02)
-        subprocess.run([ip, "netns", "delete", name], capture_output=True)
-"""
-
-
-class _Watchdog:
-    def __init__(self, names: Sequence[str]):
-        read_end, self._write_end = os.pipe()  # both non-inheritable by default
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-S", "-c", _WATCHDOG_CODE, _ip(), *names],
-                stdin=read_end,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C and killpg of the creator's group miss it
-                close_fds=True,
-            )
-        finally:
-            os.close(read_end)
-
-    def dismiss(self) -> None:
-        """The creator cleaned up itself: tell the watchdog to exit without doing anything."""
-        if self._write_end >= 0:
-            with contextlib.suppress(OSError):
-                os.write(self._write_end, b"done")
-            os.close(self._write_end)
-            self._write_end = -1
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+def _delete_after_owner(*names: str) -> None:
+    """What the :class:`~infra.watchdog.OwnerGuard` of a network does if its creator dies."""
+    _delete_namespaces(names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,7 +576,7 @@ class VirtualNetwork(_RunsOnHosts):
         self.subnet: ipaddress.IPv4Network | None = None
         self._hosts: dict[str, _Host] = {}
         self._switch = ""
-        self._watchdog: _Watchdog | None = None
+        self._guard: OwnerGuard | None = None
         self._created = False
 
     # -- life cycle -----------------------------------------------------------------------------
@@ -663,7 +610,7 @@ class VirtualNetwork(_RunsOnHosts):
                 self._latency,
             )
         names = [self._switch, *(h.namespace for h in self._hosts.values())]
-        self._watchdog = _Watchdog(names)  # first: covers a SIGKILL during the build too
+        self._guard = OwnerGuard("infra.netns:_delete_after_owner", names)  # first: covers a SIGKILL during the build too
         self._created = True
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -722,9 +669,9 @@ class VirtualNetwork(_RunsOnHosts):
         if not self._created:
             return
         _delete_namespaces([h.namespace for h in self._hosts.values()] + [self._switch])
-        if self._watchdog is not None:
-            self._watchdog.dismiss()
-            self._watchdog = None
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
         self._created = False
         with _LIVE_LOCK:
             _LIVE.discard(self)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from infra.watchdog import Watchdog
 from utils.config import PROJECT_ROOT
 
 # The one way a child program reports a result: a line ``RESULT {json}``. A program the
@@ -178,27 +179,6 @@ def stop_child(proc: subprocess.Popen[Any], grace_seconds: float = 3.0) -> None:
     stop_children([proc], grace_seconds)
 
 
-class Watchdog:
-    """SIGKILL a child's process group after ``timeout`` seconds unless cancelled first.
-
-    ``fired`` tells afterwards whether it had to. Used by :func:`run_until`.
-    """
-
-    def __init__(self, proc: subprocess.Popen[Any], timeout: float) -> None:
-        self.fired = False
-        self._proc = proc
-        self._timer = threading.Timer(timeout, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        signal_group(self._proc, signal.SIGKILL)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
 # --------------------------------------------------------------------------------------------
 # Run a snippet and collect its output
 # --------------------------------------------------------------------------------------------
@@ -327,7 +307,7 @@ def run_until(
     )
     lines: list[str] = []
     killed = False
-    watchdog = Watchdog(proc, timeout)
+    watchdog = Watchdog(timeout, lambda: signal_group(proc, signal.SIGKILL))
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:

@@ -315,7 +315,7 @@ def test_keyboard_interrupt_stops_workers():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux-only")
-def test_workers_die_when_the_launcher_is_killed(tmp_path):
+def test_workers_and_folder_go_when_the_launcher_is_killed(tmp_path):
     launcher = tmp_path / "launcher.py"
     launcher.write_text(
         textwrap.dedent(
@@ -329,7 +329,7 @@ def test_workers_die_when_the_launcher_is_killed(tmp_path):
             """
         )
     )
-    # a SIGKILLed launcher cannot delete its log directory: keep it inside tmp_path
+    # the launcher's log directory goes inside tmp_path, where the test can see it go
     env = dict(os.environ, TMPDIR=str(tmp_path))
     parent = subprocess.Popen(
         [sys.executable, str(launcher), str(ROOT)], stdout=subprocess.PIPE, text=True, env=env
@@ -337,15 +337,16 @@ def test_workers_die_when_the_launcher_is_killed(tmp_path):
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
         assert len(pids) == 2 and all(_alive(p) for p in pids)
+        assert len(list(tmp_path.glob("course-cluster-*"))) == 1
     finally:
         parent.kill()  # SIGKILL: no finally/atexit runs in the launcher
         parent.wait()
         parent.stdout.close()
     deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while (any(_alive(p) for p in pids) or list(tmp_path.glob("course-cluster-*"))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
-    assert len(list(tmp_path.glob("course-cluster-*"))) == 1, "the launcher's directory went to tmp_path"
+    assert list(tmp_path.glob("course-cluster-*")) == [], "the guardian (infra.watchdog.OwnerGuard) removes the folder"
 
 
 def sigterm_free_sleeper() -> None:

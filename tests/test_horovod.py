@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from infra import horovod, horovod_job
+from infra.watchdog import exit_if_stuck
 from utils import config, training
 
 ROOT = config.PROJECT_ROOT
@@ -356,8 +357,8 @@ def test_rank_report_round_trip(tmp_path: Path) -> None:
 
 _WATCHED = """
 import sys, time
-from infra.horovod_job import watchdog
-with watchdog(float(sys.argv[1]), "the test block", grace=0.2, exit_code=7):
+from infra.watchdog import exit_if_stuck
+with exit_if_stuck(float(sys.argv[1]), "the test block", grace=0.2, exit_code=7):
     time.sleep(float(sys.argv[2]))
 print("finished", flush=True)
 """
@@ -375,7 +376,7 @@ def test_watchdog_ends_a_block_that_waits_too_long(patience: float, sleep: float
     assert ("finished" in result.stdout) is not said
     assert time.perf_counter() - start < 20  # ended by the watchdog, not by the 30 s sleep
     with pytest.raises(ValueError):
-        with horovod_job.watchdog(0, "nothing"):
+        with exit_if_stuck(0, "nothing"):
             pass
 
 

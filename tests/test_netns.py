@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from infra import netns
@@ -371,10 +372,10 @@ def test_the_creator_leaves_nothing_behind(how):
 @pytest.mark.slow
 def test_reap_orphans_removes_a_dead_owners_leftovers_and_spares_live_ones():
     proc = _start_creator("wait")
-    watchdogs = [pid for pid in _children(proc.pid) if b"-S\0-c" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-    assert watchdogs, "the creator started no watchdog"
-    for pid in watchdogs:  # the watchdog dies first: as if both were killed together
-        os.kill(pid, signal.SIGKILL)
+    guards = [c for c in psutil.Process(proc.pid).children() if "infra.watchdog" in c.cmdline()]
+    assert guards, "the creator started no guardian"
+    for guard in guards:  # the guardian dies first: as if both were killed together
+        guard.kill()
     proc.kill()
     proc.wait(timeout=30)
     time.sleep(0.5)
@@ -383,19 +384,6 @@ def test_reap_orphans_removes_a_dead_owners_leftovers_and_spares_live_ones():
         assert _ours(proc.pid) == []
         assert reap_orphans() == []  # ...and never a live owner's network
         assert live.alive and len(_ours(os.getpid())) == 3
-
-
-def _children(parent: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(text[text.rfind(")") + 2 :].split()[1]) == parent:
-                found.append(int(entry))
-    return found
 
 
 # --------------------------------------------------------------------------------------------

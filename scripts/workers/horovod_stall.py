@@ -10,7 +10,7 @@ Each rank takes its shard of ``--examples`` numbers (``dataset.shard``) and all-
 2 examples: rank 0 submits a third all-reduce "gradient" while rank 1 has moved on to
 "epoch_loss", and both wait for each other forever. ``--equal-steps`` is the fix: every rank
 takes ``examples // size // batch`` steps. Around each collective a watchdog
-(:func:`infra.horovod_job.watchdog`) prints where the rank waits and ends it after
+(:func:`infra.watchdog.exit_if_stuck`) prints where the rank waits and ends it after
 ``--patience`` seconds, so the job fails instead of hanging.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from infra.horovod_job import watchdog  # extra code – ends a rank that waits too long
+from infra.watchdog import exit_if_stuck  # extra code – ends a rank that waits too long
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     steps = 0
     for batch in data:
         steps += 1
-        with watchdog(args.patience, f"all-reduce 'gradient' of step {steps}"):
+        with exit_if_stuck(args.patience, f"all-reduce 'gradient' of step {steps}"):
             train_step(batch)
-    with watchdog(args.patience, "all-reduce 'epoch_loss'"):
+    with exit_if_stuck(args.patience, "all-reduce 'epoch_loss'"):
         loss = epoch_end(tf.reduce_mean(tf.square(w)))
     print(f"rank {hvd.rank()}/{hvd.size()}: {steps} steps, epoch loss {float(loss):.4f}", flush=True)
 

@@ -1,0 +1,147 @@
+"""The course's watchdog: something that acts when a process stops answering or dies.
+
+Two kinds of waiting need one:
+
+* **a deadline inside a process** — :class:`Watchdog` calls a function after so many seconds
+  unless it is cancelled first. ``infra.process.run_until`` kills a child that runs too long
+  with it; :func:`exit_if_stuck` ends a Horovod rank that waits in a collective the other ranks
+  never join (``scripts/workers/horovod_stall.py``, notebook 07).
+* **clean-up after the owner dies** — :class:`OwnerGuard` starts a small guardian process in a
+  session of its own. It holds the read end of a pipe whose write end only the owner holds:
+  when the owner ends, even by SIGKILL (a killed kernel), the pipe closes, and unless the
+  owner said it cleaned up itself, the guardian calls a clean-up function
+  (``infra.netns``'s network namespaces in notebook 10, ``infra.cluster``'s worker folders).
+
+Process trees are read with ``psutil``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+DONE = b"done"
+
+
+class Watchdog:
+    """Call ``on_expire()`` (in a daemon thread) after ``seconds``, unless :meth:`cancel` comes first.
+
+    ``fired`` tells afterwards whether it did. Usable as a context manager (cancelled on exit).
+    """
+
+    def __init__(self, seconds: float, on_expire: Callable[[], object]) -> None:
+        if seconds <= 0:
+            raise ValueError(f"seconds must be > 0, got {seconds}")
+        self.fired = False
+        self._on_expire = on_expire
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        self._on_expire()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def __enter__(self) -> Watchdog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+
+@contextlib.contextmanager
+def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: int = 3) -> Iterator[None]:
+    """End this process if the block does not finish within ``seconds`` (a collective that never returns).
+
+    ``with exit_if_stuck(5, "all-reduce 'gradient' of step 3"):`` prints ``still waiting in
+    all-reduce 'gradient' of step 3 after 5 s`` (stdout, flushed), gives the other ranks
+    ``grace`` seconds to print theirs, then ends the process with ``os._exit(exit_code)``:
+    Horovod's launcher then stops the whole job. If the block finishes first, nothing happens.
+    Used by ``scripts/workers/horovod_stall.py`` (notebook 07, "a rank that stalls").
+    """
+    if grace < 0:
+        raise ValueError(f"grace must be >= 0, got {grace}")
+    finished = threading.Event()
+
+    def give_up() -> None:
+        print(f"still waiting in {what} after {seconds:g} s", flush=True)
+        if not finished.wait(grace):
+            sys.stderr.flush()
+            os._exit(exit_code)
+
+    with Watchdog(seconds, give_up):
+        try:
+            yield
+        finally:
+            finished.set()
+
+
+class OwnerGuard:
+    """Call ``cleanup`` (``"package.module:function"``) with ``args`` in a guardian process if
+    this process dies before :meth:`dismiss`.
+
+    The guardian ignores Ctrl-C and hang-ups and lives in its own session, so neither reaches it
+    when the notebook's kernel is interrupted or its process group is killed.
+    """
+
+    def __init__(self, cleanup: str, args: Sequence[str]) -> None:
+        read_end, self._write_end = os.pipe()  # both non-inheritable by default
+        from infra.process import child_env  # here: infra.process imports this module
+
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "infra.watchdog", cleanup, *args],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=child_env(),
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(read_end)
+
+    def dismiss(self) -> None:
+        """The owner cleaned up itself: tell the guardian to exit without doing anything."""
+        if self._write_end >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._write_end, DONE)
+            os.close(self._write_end)
+            self._write_end = -1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None if there is none: with
+    the pid it names one process, since a reused pid has another start time."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def _guardian(cleanup: str, args: list[str]) -> None:
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    said = b""
+    while chunk := os.read(0, 1024):  # until the owner's write end closes
+        said += chunk
+    if DONE not in said:
+        module, function = cleanup.split(":")
+        getattr(importlib.import_module(module), function)(*args)
+
+
+if __name__ == "__main__":  # the guardian of OwnerGuard
+    _guardian(sys.argv[1], sys.argv[2:])

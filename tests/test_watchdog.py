@@ -1,0 +1,80 @@
+"""infra.watchdog: the deadline inside a process, and the guardian that cleans up after a
+dead owner (used by infra.netns, infra.cluster and the Horovod stall script)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.watchdog import OwnerGuard, Watchdog, start_time
+from utils.config import PROJECT_ROOT
+
+
+def test_watchdog_fires_once_after_its_time_unless_cancelled() -> None:
+    fired = threading.Event()
+    dog = Watchdog(0.1, fired.set)
+    assert fired.wait(5) and dog.fired
+    quiet = threading.Event()
+    with Watchdog(0.2, quiet.set) as cancelled:
+        pass
+    time.sleep(0.4)
+    assert not quiet.is_set() and not cancelled.fired
+    with pytest.raises(ValueError, match="seconds must be > 0"):
+        Watchdog(0, fired.set)
+
+
+_OWNER = """
+import sys, time
+from infra.watchdog import OwnerGuard
+guard = OwnerGuard("shutil:rmtree", [sys.argv[1]])
+if sys.argv[2] == "dismiss":
+    guard.dismiss()
+print(guard.proc.pid, flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("dismissed", [False, True])
+def test_guardian_cleans_up_after_a_killed_owner_unless_dismissed(tmp_path: Path, dismissed: bool) -> None:
+    folder = tmp_path / "left-behind"
+    folder.mkdir()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(folder), "dismiss" if dismissed else "keep"],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        guardian = int(owner.stdout.readline())
+    finally:
+        owner.kill()  # SIGKILL: the owner cannot clean up itself
+        owner.wait()
+        owner.stdout.close()
+    deadline = time.monotonic() + 20
+    while start_time(guardian) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert start_time(guardian) is None, "the guardian ended"
+    assert folder.exists() is dismissed
+
+
+def test_guardian_is_out_of_reach_of_ctrl_c_and_exits_when_dismissed(tmp_path: Path) -> None:
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    guard = OwnerGuard("shutil:rmtree", [str(folder)])
+    try:
+        assert os.getsid(guard.proc.pid) != os.getsid(0)  # its own session: Ctrl-C of the kernel's group misses it
+    finally:
+        guard.dismiss()
+    assert guard.proc.returncode == 0 and folder.exists()
+
+
+def test_start_time_tells_a_live_process_from_none() -> None:
+    started = start_time(os.getpid())
+    assert started is not None and started <= time.time()
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    assert start_time(child.pid) is None
