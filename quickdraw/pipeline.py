@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -313,6 +313,28 @@ def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
 # ------------------------------------------------------------------------------------
 # make_dataset
 # ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Reading:
+    """What the read stage of :func:`make_dataset` needs: which rows, in which order, for which pipeline."""
+
+    source: Any
+    labels: LabelMap | None
+    fmt: str | None
+    split: str
+    shuffle: bool
+    seed: int | None
+    val_fraction: float
+    split_seed: int
+    limit_per_class: int | None
+    recognized_only: bool
+    strict: bool
+    report: ReadReport | None
+    cycle_length: int | None
+    num_parallel_calls: int | None
+    deterministic: bool
+    pipelines: tuple[int, int]  # (how many input pipelines, this one's id)
+
+
 def make_dataset(
     source: str | Path | Sequence[str | Path],
     *,
@@ -361,157 +383,168 @@ def make_dataset(
     True: its defaults, or a dict of its keyword arguments) - for the training split of
     the built-in doodles (issue 19; needs strokes, not bitmaps). Used in notebooks 04, 05,
     06, 07 and ``scripts/check_sim_to_real.py``.
+
+    The stages: read (:func:`_read_records`, :func:`_read_bitmaps` or :func:`_read_strokes`)
+    → shuffle → repeat → batch → render (:func:`_image_maker`) → prefetch.
     """
     import tensorflow as tf
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    nch = channels_of(encoding)
-    if shuffle is None:
-        shuffle = split == "train"
-    autotune = tf.data.AUTOTUNE
     kind, files, _ = _resolve(source, fmt)
-    n_pipes, pipe_id = 1, 0
-    if input_context is not None:
-        n_pipes, pipe_id = input_context.num_input_pipelines, input_context.input_pipeline_id
-
-    if kind == "tfrecord":
-        files = _tfrecord_files(files, split)
-        ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
-        if n_pipes > 1:
-            if len(files) < n_pipes:
-                raise ValueError(
-                    f"{len(files)} shard files cannot feed {n_pipes} input pipelines; write more shards"
-                )
-            ds = ds.shard(n_pipes, pipe_id)
-        if shuffle:
-            ds = ds.shuffle(len(files), seed=seed)
-        ds = ds.interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=min(len(files), cycle_length or 4),
-            num_parallel_calls=num_parallel_calls or autotune,
-            deterministic=deterministic,
-        )
-        spec = {
-            "drawing": tf.io.FixedLenFeature([], tf.string),
-            "label": tf.io.FixedLenFeature([], tf.int64),
-            "key_id": tf.io.FixedLenFeature([], tf.int64),
-        }
-
-        def parse_records(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-            e = tf.io.parse_example(x, spec)  # a whole batch at once: ~10x less per record
-            return e["drawing"], tf.cast(e["label"], tf.int32), e["key_id"]
-
-        policy = tf.data.experimental.AutoShardPolicy.FILE
-        payload = "strokes"
-    elif kind == "npy":
-        label_map = _labels_for(source, labels, fmt, files)
-        payload = "bitmap"
-        gen = _npy_generator(label_map, val_fraction, split_seed, split, limit_per_class, strict, report)
-        sig = (
-            tf.TensorSpec([None], tf.string),
-            tf.TensorSpec([None], tf.int32),
-            tf.TensorSpec([None], tf.int64),
-        )
-        ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
-        if shuffle:
-            ds = ds.shuffle(len(files), seed=seed)
-        ds = ds.interleave(
-            lambda p: tf.data.Dataset.from_generator(gen, args=(p,), output_signature=sig),
-            cycle_length=min(len(files), cycle_length or len(files)),
-            block_length=1,
-        )
-        ds = ds.unbatch()
-        if n_pipes > 1:
-            ds = ds.shard(n_pipes, pipe_id)
-        policy = tf.data.experimental.AutoShardPolicy.DATA
-    else:
-        payload = "strokes"
-        label_map = _labels_for(source, labels, fmt, files)
-        specs = _file_specs(files, strict, report)
-        if not specs:
-            raise FileNotFoundError(f"no readable Quick, Draw! files in {source}")
-        parse = _row_parser(
-            specs, label_map, split, val_fraction, split_seed, recognized_only, strict, report
-        )
-        paths = tf.constant([str(sp.path) for sp in specs])
-        takes = tf.constant(
-            [-1 if limit_per_class is None else limit_per_class + (sp.header is not None) for sp in specs],
-            tf.int64,
-        )
-
-        def lines_of(i: tf.Tensor) -> tf.data.Dataset:
-            lines = tf.data.TextLineDataset(paths[i]).take(takes[i])
-            return lines.enumerate().map(lambda j, line: (i, j, line))
-
-        ds = tf.data.Dataset.range(len(specs))
-        if shuffle:
-            ds = ds.shuffle(len(specs), seed=seed)
-        # all class files read round-robin: classes are mixed from the first batch on
-        ds = ds.interleave(lines_of, cycle_length=min(len(specs), cycle_length or len(specs)), block_length=1)
-
-        # parse, validate and split in Python, a few hundred rows per call
-        def parse_map(i: tf.Tensor, j: tf.Tensor, line: tf.Tensor) -> tuple[tf.Tensor, ...]:
-            out = tf.numpy_function(parse, [i, j, line], (tf.string, tf.int32, tf.int64), stateful=False)
-            return tuple(tf.ensure_shape(t, [None]) for t in out)
-
-        ds = ds.batch(256).map(parse_map, num_parallel_calls=autotune, deterministic=True)
-        ds = ds.unbatch()
-        if n_pipes > 1:
-            ds = ds.shard(n_pipes, pipe_id)
-        policy = tf.data.experimental.AutoShardPolicy.DATA
-
-    if shuffle:
+    reading = _Reading(
+        source, labels, fmt, split, split == "train" if shuffle is None else shuffle, seed, val_fraction,
+        split_seed, limit_per_class, recognized_only, strict, report, cycle_length, num_parallel_calls,
+        deterministic,
+        (1, 0) if input_context is None else (input_context.num_input_pipelines, input_context.input_pipeline_id),
+    )
+    read = {"tfrecord": _read_records, "npy": _read_bitmaps}.get(kind, _read_strokes)
+    ds, policy = read(files, reading)
+    if reading.shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    parallel = num_parallel_calls or tf.data.AUTOTUNE
     if kind == "tfrecord":  # records were shuffled and batched still serialized
-        ds = ds.map(parse_records, num_parallel_calls=autotune, deterministic=deterministic)
-
-    hand = {} if augment is True else dict(augment or {})
-    if augment:
-        if payload != "strokes":
-            raise ValueError("augment redraws strokes: numpy bitmaps carry none")
-        augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
-    if payload == "strokes" and augment:
-        rng = np.random.default_rng(seed)
-
-        def to_images(b: np.ndarray) -> np.ndarray:
-            drawings = augment_strokes([unpack_strokes(d) for d in b], rng, **hand)
-            return render_batch(drawings, image_size, encoding=encoding, layout=layout, line_width=line_width)
-
-    elif payload == "strokes":
-
-        def to_images(b: np.ndarray) -> np.ndarray:
-            return _render_packed_batch(b, image_size, encoding, layout, line_width)
-
-    else:
-        if encoding not in ("plain",):
-            raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
-
-        def to_images(b: np.ndarray) -> np.ndarray:
-            return _resize_bitmap_batch(b, image_size, nch)
+        ds = ds.map(_parse_records, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+    to_images = _image_maker("bitmap" if kind == "npy" else "strokes", augment, seed, image_size, encoding,
+                             layout, line_width)
+    nch = channels_of(encoding)
+    fixed_batch = batch_size if drop_remainder else None
 
     def render_map(data: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
         img = tf.numpy_function(to_images, [data], tf.uint8, stateful=bool(augment))
-        img = tf.cast(img, tf.float32) * (1.0 / 255.0)
-        img = tf.ensure_shape(img, [None, image_size, image_size, nch])
-        if drop_remainder:
-            img = tf.reshape(img, [batch_size, image_size, image_size, nch])
-            label = tf.ensure_shape(label, [batch_size])
-            key = tf.ensure_shape(key, [batch_size])
-        if with_key_id:
-            return img, label, key
-        return img, label
+        img = tf.ensure_shape(tf.cast(img, tf.float32) * (1.0 / 255.0), [fixed_batch, image_size, image_size, nch])
+        label, key = tf.ensure_shape(label, [fixed_batch]), tf.ensure_shape(key, [fixed_batch])
+        return (img, label, key) if with_key_id else (img, label)
 
-    ds = ds.map(render_map, num_parallel_calls=num_parallel_calls or autotune, deterministic=deterministic)
-    ds = ds.prefetch(autotune)
+    ds = ds.map(render_map, num_parallel_calls=parallel, deterministic=deterministic).prefetch(tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = policy
     if seed is not None and deterministic:
         options.deterministic = True
     return ds.with_options(options)
+
+
+def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
+    """TFRecord shards: one dataset of serialized records (parsed after batching); each
+    worker reads its own files (``FILE`` auto-sharding)."""
+    import tensorflow as tf
+
+    files = _tfrecord_files(files, reading.split)
+    ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
+    n_pipes, pipe_id = reading.pipelines
+    if n_pipes > 1:
+        if len(files) < n_pipes:
+            raise ValueError(f"{len(files)} shard files cannot feed {n_pipes} input pipelines; write more shards")
+        ds = ds.shard(n_pipes, pipe_id)
+    if reading.shuffle:
+        ds = ds.shuffle(len(files), seed=reading.seed)
+    ds = ds.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), reading.cycle_length or 4),
+        num_parallel_calls=reading.num_parallel_calls or tf.data.AUTOTUNE,
+        deterministic=reading.deterministic,
+    )
+    return ds, tf.data.experimental.AutoShardPolicy.FILE
+
+
+def _parse_records(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """A batch of serialized records → (packed strokes, labels, key_ids), the batch at once
+    (~10× less work per record than one by one)."""
+    import tensorflow as tf
+
+    spec = {
+        "drawing": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "key_id": tf.io.FixedLenFeature([], tf.int64),
+    }
+    e = tf.io.parse_example(x, spec)
+    return e["drawing"], tf.cast(e["label"], tf.int32), e["key_id"]
+
+
+def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
+    """``.npy`` bitmaps: a generator per file, files interleaved; every worker reads all
+    and keeps its 1/N (``DATA`` auto-sharding)."""
+    import tensorflow as tf
+
+    label_map = _labels_for(reading.source, reading.labels, reading.fmt, files)
+    gen = _npy_generator(label_map, reading.val_fraction, reading.split_seed, reading.split,
+                         reading.limit_per_class, reading.strict, reading.report)
+    sig = (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64))
+    ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
+    if reading.shuffle:
+        ds = ds.shuffle(len(files), seed=reading.seed)
+    ds = ds.interleave(
+        lambda p: tf.data.Dataset.from_generator(gen, args=(p,), output_signature=sig),
+        cycle_length=min(len(files), reading.cycle_length or len(files)),
+        block_length=1,
+    )
+    return _shard_rows(ds.unbatch(), reading), tf.data.experimental.AutoShardPolicy.DATA
+
+
+def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
+    """CSV or ndjson files, one per class: lines read round-robin (classes mixed from the first
+    batch on), then parsed, validated and split in Python a few hundred rows per call; every
+    worker reads all and keeps its 1/N (``DATA`` auto-sharding)."""
+    import tensorflow as tf
+
+    label_map = _labels_for(reading.source, reading.labels, reading.fmt, files)
+    specs = _file_specs(files, reading.strict, reading.report)
+    if not specs:
+        raise FileNotFoundError(f"no readable Quick, Draw! files in {reading.source}")
+    parse = _row_parser(specs, label_map, reading.split, reading.val_fraction, reading.split_seed,
+                        reading.recognized_only, reading.strict, reading.report)
+    paths = tf.constant([str(sp.path) for sp in specs])
+    limit = reading.limit_per_class
+    takes = tf.constant([-1 if limit is None else limit + (sp.header is not None) for sp in specs], tf.int64)
+
+    def lines_of(i: tf.Tensor) -> tf.data.Dataset:
+        lines = tf.data.TextLineDataset(paths[i]).take(takes[i])
+        return lines.enumerate().map(lambda j, line: (i, j, line))
+
+    def parse_map(i: tf.Tensor, j: tf.Tensor, line: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        out = tf.numpy_function(parse, [i, j, line], (tf.string, tf.int32, tf.int64), stateful=False)
+        return tuple(tf.ensure_shape(t, [None]) for t in out)
+
+    ds = tf.data.Dataset.range(len(specs))
+    if reading.shuffle:
+        ds = ds.shuffle(len(specs), seed=reading.seed)
+    ds = ds.interleave(lines_of, cycle_length=min(len(specs), reading.cycle_length or len(specs)), block_length=1)
+    ds = ds.batch(256).map(parse_map, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+    return _shard_rows(ds, reading), tf.data.experimental.AutoShardPolicy.DATA
+
+
+def _shard_rows(ds: tf.data.Dataset, reading: _Reading) -> tf.data.Dataset:
+    n_pipes, pipe_id = reading.pipelines
+    return ds.shard(n_pipes, pipe_id) if n_pipes > 1 else ds
+
+
+def _image_maker(
+    payload: str, augment: bool | Mapping[str, float], seed: int | None, image_size: int, encoding: str,
+    layout: str, line_width: float | None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The NumPy function that turns a batch of packed strokes (rendered, redrawn first when
+    ``augment``) or of bitmaps (resized) into ``uint8`` images."""
+    hand = {} if augment is True else dict(augment or {})
+    if augment:
+        if payload != "strokes":
+            raise ValueError("augment redraws strokes: numpy bitmaps carry none")
+        augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
+        rng = np.random.default_rng(seed)
+
+        def redrawn(b: np.ndarray) -> np.ndarray:
+            drawings = augment_strokes([unpack_strokes(d) for d in b], rng, **hand)
+            return render_batch(drawings, image_size, encoding=encoding, layout=layout, line_width=line_width)
+
+        return redrawn
+    if payload == "strokes":
+        return lambda b: _render_packed_batch(b, image_size, encoding, layout, line_width)
+    if encoding != "plain":
+        raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
+    nch = channels_of(encoding)
+    return lambda b: _resize_bitmap_batch(b, image_size, nch)
 
 
 CHUNK = 16  # rows per generator call
