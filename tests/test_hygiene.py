@@ -169,3 +169,25 @@ def test_ruff_passes() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _distribute_calls(source: str) -> list[int]:
+    """Lines of ``source`` that use ``tf.distribute.…`` in code (docstrings and comments aside)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "tf" and node.attr == "distribute":
+                found.append(node.lineno)
+    return found
+
+
+def test_utils_hides_no_tf_distribute_call() -> None:
+    """Notebook 00 §4.3: the tf.distribute calls stay in the notebooks (or the programs they show
+    whole), never hidden in utils."""
+    assert _distribute_calls("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n") == [2]
+    assert _distribute_calls('"""tf.distribute.MirroredStrategy() in a docstring"""\n# tf.distribute\n') == []
+    hidden = {p.name: lines for p in sorted((ROOT / "utils").glob("*.py"))
+              if (lines := _distribute_calls(p.read_text(encoding="utf-8")))}
+    assert hidden == {}
