@@ -37,6 +37,7 @@ Used by notebook 06 (also for its multi-worker part, through ``infra.cluster``).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -479,12 +480,12 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     top = np.concatenate(tops)
     out = Path(args.submission or (Path(args.checkpoint_dir or ".") / "submission.csv"))
     write_submission(out, key_ids, top, labels.names)
-    report = validate_submission(out, labels.names, expected_key_ids=key_ids)
+    with test.open(newline="") as f:  # the key ids Kaggle expects: every row of the test file, read apart
+        expected = [int(row["key_id"]) for row in csv.DictReader(f)]
+    report = validate_submission(out, labels.names, expected_key_ids=expected)
     info: dict[str, Any] = {"path": str(out), "rows": report.rows}
     solution = test.with_name("test_solution.csv")
     if solution.is_file():
-        import csv
-
         with solution.open(newline="") as f:
             truth = {int(r["key_id"]): r["word"] for r in csv.DictReader(f)}
         with out.open(newline="") as f:

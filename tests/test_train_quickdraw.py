@@ -105,6 +105,27 @@ def test_train_resume_and_submit(tiny_data: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_submission_is_checked_against_the_test_file_itself(tiny_data: Path, tmp_path: Path) -> None:
+    """A test row the pipeline cannot read (a counted skip) is missing from the submission: the
+    check compares with the key ids of the test file read apart, so it fails."""
+    import keras
+
+    import quickdraw as qd
+    from utils.submission import SubmissionError
+
+    test = tmp_path / "test_simplified.csv"
+    good = (tiny_data / "test_simplified.csv").read_text()
+    test.write_text(good + '999999999,XX,"[[[0, 1], [0"\n')  # a drawing cut short
+    labels = qd.resolve_labels(tiny_data)
+    model = keras.Sequential([keras.Input((24, 24, 1)), keras.layers.Flatten(), keras.layers.Dense(len(labels))])
+    args = train_quickdraw.parse_args(["--image-size", "24", "--predict", str(test), "--submission", str(tmp_path / "s.csv")])
+    with pytest.raises(SubmissionError, match="999999999"):
+        train_quickdraw.predict_submission(args, model, labels, "order")
+    test.write_text(good)
+    assert train_quickdraw.predict_submission(args, model, labels, "order")["rows"] == good.count("\n") - 1
+
+
+@pytest.mark.slow
 def test_numpy_bitmaps(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     data = tmp_path / "numpy_bitmap"
