@@ -15,6 +15,9 @@ removed). Flagged:
   ``n = 5`` then ``assert n == 5``; ``e = utils.choose(smoke=1, full=10)`` then
   ``assert e == (1 if smoke else 10)``. An assignment is forgotten when the name or a name it
   reads is assigned again, mutated (``v.assign(…)``, ``v[i] = …``) or passed to a call;
+* a timing or rate checked only for its sign (``assert seconds > 0``, ``all(r > 0 for r in
+  examples_per_second)``): it is positive whether or not the claim about it holds;
+* a band of 100× or more (``assert 0.05 < ratio < 20``): wide enough to pass whatever happened;
 * a ``try`` whose ``except Exception`` (``BaseException``, bare ``except``) only records that
   *something* was raised — the asserts on what the handler set test only truthiness or
   ``is None`` — or asserts inside the handler without looking at the error; and
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,6 +75,8 @@ READ_ONLY_CALLS = PURE_FUNCS | {
     "id",
 }
 READ_ONLY_MODULES = {"np", "numpy", "math", "pd"}
+# Names of timings and rates: positive whatever happened (a count or a pixel value may be a real check)
+MEASURED = re.compile(r"second|seconds|time|_s\b|_ms\b|per_s|rate|throughput|speed|elapsed|duration|latency|bandwidth")
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,15 @@ def _canonical(node: ast.expr, known: dict[str, ast.expr]) -> str:
     if isinstance(node, ast.IfExp):
         return "choose:" + ast.dump(node.body) + "|" + ast.dump(node.orelse)
     return ast.dump(node)
+
+
+def _number(node: ast.expr) -> float | None:
+    """The value of a numeric literal (``-1``, ``2e-3``), else None."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _is_truthiness_test(test: ast.expr, names: set[str]) -> bool:
@@ -257,6 +272,8 @@ class Checker:
         if isinstance(test, ast.Compare) and all(is_literal(x) for x in [test.left, *test.comparators]):
             self._flag(node, "compares literals only")
             return
+        if self._weak_bounds(node, test):
+            return
         for a, b in self._pairs(test):
             if (self._names_known(a) or self._names_known(b)) and _canonical(a, self.known) == _canonical(
                 b, self.known
@@ -266,6 +283,34 @@ class Checker:
             if ast.dump(a) == ast.dump(b) and not isinstance(a, ast.Constant):
                 self._flag(node, "compares an expression with itself")
                 return
+
+    def _weak_bounds(self, node: ast.AST, test: ast.expr, over: str = "") -> bool:
+        """Flag sign-only checks and 100× bands in ``test`` (also inside ``and`` and ``all(…)``;
+        ``over``: what an ``all(…)`` iterates, which names the values)."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._weak_bounds(node, v, over) for v in test.values)
+        if isinstance(test, ast.Call) and _call_name(test) in ("all", "any") and test.args:
+            inner = test.args[0]
+            if not isinstance(inner, ast.GeneratorExp):
+                return False
+            return self._weak_bounds(node, inner.elt, " ".join(ast.unparse(g.iter) for g in inner.generators))
+        if not isinstance(test, ast.Compare):
+            return False
+        operands = [test.left, *test.comparators]
+        literals = [_number(x) for x in operands]
+        if len(operands) == 3 and all(isinstance(op, (ast.Lt, ast.LtE)) for op in test.ops):
+            lo, hi = literals[0], literals[2]
+            if lo is not None and hi is not None and lo > 0 and hi / lo >= 100:
+                self._flag(node, f"a band of {hi / lo:g}× passes whatever happened")
+                return True
+        if len(operands) == 2 and 0 in literals and None in literals:
+            zero_right = literals[1] == 0
+            op, value = test.ops[0], operands[0 if zero_right else 1]
+            timed = MEASURED.search(ast.unparse(value) + " " + over)
+            if timed and isinstance(op, (ast.Gt, ast.GtE) if zero_right else (ast.Lt, ast.LtE)):
+                self._flag(node, "checks only the sign of a value")
+                return True
+        return False
 
     def _names_known(self, node: ast.expr) -> bool:
         return bool(_names(node) & set(self.known)) or is_literal(node)
