@@ -18,7 +18,7 @@ lab: venv
 	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Unit tests, then the notebooks, while the Horovod environment builds in the background, then notebook 07 in it;
-# beside them, in a copy of the tree, notebook 10, the GPU rehearsals and the Colab rehearsal.
+# beside them, in a copy of the tree, notebook 09, the GPU rehearsals and the Colab rehearsal.
 # The parts alone: test-unit, test-notebooks, test-rehearsals, test-horovod.
 test: venv
 	@bash tools/run_tests.sh all

@@ -23,12 +23,12 @@ RUN_FULL = config.PROJECT_ROOT / "tools" / "run_full.sh"
 
 def make_project(
     tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0", after_build: bool = False,
-    colab_setup: str = 'echo "/fake/venv-colab"',
+    colab_setup: str = 'echo "/fake/venv-colab"', fail_when: str = "",
 ) -> Path:
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
     (root / "notebooks").mkdir()
-    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb", "10_net.ipynb"):
+    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb", "09_slow.ipynb"):
         (root / "notebooks" / name).write_text("{}")
     (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
     (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
@@ -40,8 +40,10 @@ def make_project(
     # after_build: the fake python first waits until the background build has started (a loaded
     # machine may start the build, at nice 10, long after the first python)
     wait = f'while [ ! -e "{root}/build.pid" ]; do sleep 0.05; done\n' if after_build else ""
+    # fail_when: the calls whose arguments contain it fail (exit 1)
+    fail = f'case "$*" in *{fail_when}*) exit 1;; esac\n' if fail_when else ""
     fake_python.write_text(
-        f'#!/usr/bin/env bash\n{wait}echo "$*" >> "{root}/calls.log"\nsleep {python_sleep}\nexit {python_rc}\n'
+        f'#!/usr/bin/env bash\n{wait}echo "$*" >> "{root}/calls.log"\nsleep {python_sleep}\n{fail}exit {python_rc}\n'
     )
     fake_python.chmod(0o755)
     return root
@@ -72,7 +74,7 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_10_and_the_rehearsals(tmp_path: Path) -> None:
+def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_09_and_the_rehearsals(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     scratch = tmp_path / "tmp"  # where the second stream's copy of the tree goes
     scratch.mkdir()
@@ -81,16 +83,26 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_10_and_the_
     log = calls(root)  # both streams write to it
     main = [line for line in log if "notebooks/01_b.ipynb" in line or "tests" in line.split() or "horovod" in line]
     assert main[0] == "-m pytest tests -m not horovod_env --durations=10"
-    assert main[1].endswith("--durations=15 notebooks/00_a.ipynb notebooks/01_b.ipynb")  # not 07, not 10
+    assert main[1].endswith("--durations=15 notebooks/00_a.ipynb notebooks/01_b.ipynb")  # not 07, not 09
     assert main[2] == "-m pytest tests -m horovod_env"
     assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
     second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
-    assert second[0].endswith("--durations=15 notebooks/10_net.ipynb")
+    assert second[0].endswith("--durations=15 notebooks/09_slow.ipynb")
     assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[1:3])  # the GPU rehearsals
     assert second[3] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
     assert list(scratch.iterdir()) == []  # the copy is gone
+
+
+def test_a_failure_in_the_second_stream_fails_the_run_after_all_its_parts_ran(tmp_path: Path) -> None:
+    root = make_project(tmp_path, fail_when="09_slow")
+    result = run(root)
+    assert result.returncode == 1
+    log = calls(root)
+    assert sum("--nbval-current-env notebooks/00_a.ipynb" in line for line in log) == 2  # both rehearsals ran
+    assert any("colab_rehearsal.py" in line for line in log)  # and the Colab one
+    assert any("--nbval-kernel-name horovod" in line for line in log)  # the main stream finished too
 
 
 def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -> None:
@@ -107,7 +119,7 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 6  # unit tests, notebooks, notebook 10, two GPU rehearsals, Colab rehearsal; not 07
+    assert len(calls(root)) == 6  # unit tests, notebooks, notebook 09, two GPU rehearsals, Colab rehearsal; not 07
     assert not any(line.endswith("-m horovod_env") or "--nbval-kernel-name horovod" in line for line in calls(root))
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
@@ -169,10 +181,10 @@ def test_full_run_executes_each_notebook_in_its_own_call(tmp_path: Path) -> None
         "notebooks/00_a.ipynb",
         "notebooks/01_b.ipynb",
         "notebooks/07_horovod.ipynb",
-        "notebooks/10_net.ipynb",
+        "notebooks/09_slow.ipynb",
     ]
     assert (
-        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb build/10_net.ipynb")
+        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb build/09_slow.ipynb")
         and "--to html" in log[-1]
     )
 
