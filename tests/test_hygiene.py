@@ -191,3 +191,16 @@ def test_utils_hides_no_tf_distribute_call() -> None:
     hidden = {p.name: lines for p in sorted((ROOT / "utils").glob("*.py"))
               if (lines := _distribute_calls(p.read_text(encoding="utf-8")))}
     assert hidden == {}
+
+
+STRAY = re.compile(r"(\.orig|\.rej|\.bak|\.swp|~|\.pyc|\.DS_Store|\.ipynb_checkpoints/.*|__pycache__/.*)$")
+
+
+def test_no_stray_files_are_tracked() -> None:
+    """Merge leftovers, editor backups and caches never enter git (.gitignore keeps most out)."""
+    assert STRAY.search("scripts/workers/mw_custom_loop_worker.py.orig")
+    assert not STRAY.search("scripts/workers/mw_custom_loop_worker.py")
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: nothing tracked to check")
+    assert [name for name in listed.stdout.splitlines() if STRAY.search(name)] == []
