@@ -599,70 +599,43 @@ class VirtualNetwork(_RunsOnHosts):
         self._switch = f"{base}-sw"
         addresses = list(self.subnet.hosts())
         for i, label in enumerate(self.labels):
-            self._hosts[label] = _Host(
-                label,
-                f"{base}-h{i}",
-                str(addresses[i]),
-                f"crsp{i}",
-                self._rate,
-                self._delay,
-                self._burst,
-                self._latency,
-            )
+            self._hosts[label] = _Host(label, f"{base}-h{i}", str(addresses[i]), f"crsp{i}", self._rate,
+                                       self._delay, self._burst, self._latency)
         names = [self._switch, *(h.namespace for h in self._hosts.values())]
         self._guard = OwnerGuard("infra.netns:_delete_after_owner", names)  # first: covers a SIGKILL during the build too
         self._created = True
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
-            ip = _ip()
-            sw = self._switch
-            _run([ip, "netns", "add", sw])
-            _run([ip, "-n", sw, "link", "add", BRIDGE, "type", "bridge"])
-            _run([ip, "-n", sw, "link", "set", BRIDGE, "addrgenmode", "none"])
-            _run([ip, "-n", sw, "link", "set", BRIDGE, "up"])
-            for h in self._hosts.values():
-                _run([ip, "netns", "add", h.namespace])
-                _run(
-                    [
-                        ip,
-                        "-n",
-                        h.namespace,
-                        "link",
-                        "add",
-                        HOST_IF,
-                        "type",
-                        "veth",
-                        "peer",
-                        "name",
-                        h.port,
-                        "netns",
-                        sw,
-                    ]
-                )
-                # no IPv6 link-local addresses: no neighbour-discovery chatter in the counters
-                _run([ip, "-n", h.namespace, "link", "set", HOST_IF, "addrgenmode", "none"])
-                _run([ip, "-n", sw, "link", "set", h.port, "addrgenmode", "none"])
-                _run([ip, "-n", sw, "link", "set", h.port, "master", BRIDGE, "up"])
-                _run(
-                    [
-                        ip,
-                        "-n",
-                        h.namespace,
-                        "addr",
-                        "add",
-                        f"{h.address}/{self.subnet.prefixlen}",
-                        "dev",
-                        HOST_IF,
-                    ]
-                )
-                _run([ip, "-n", h.namespace, "link", "set", "lo", "up"])
-                _run([ip, "-n", h.namespace, "link", "set", HOST_IF, "up"])
-                self._apply_shape(h)
+            self._add_switch()
+            for host in self._hosts.values():
+                self._add_host(host)
+                self._apply_shape(host)
         except BaseException:
             self.destroy()
             raise
         return self
+
+    def _add_switch(self) -> None:
+        """The switch: a namespace holding one bridge."""
+        ip, sw = _ip(), self._switch
+        _run([ip, "netns", "add", sw])
+        _run([ip, "-n", sw, "link", "add", BRIDGE, "type", "bridge"])
+        _run([ip, "-n", sw, "link", "set", BRIDGE, "addrgenmode", "none"])
+        _run([ip, "-n", sw, "link", "set", BRIDGE, "up"])
+
+    def _add_host(self, h: _Host) -> None:
+        """A host: a namespace whose card is one end of a cable (veth) plugged into the switch."""
+        ip, sw = _ip(), self._switch
+        _run([ip, "netns", "add", h.namespace])
+        _run([ip, "-n", h.namespace, "link", "add", HOST_IF, "type", "veth", "peer", "name", h.port, "netns", sw])
+        # no IPv6 link-local addresses: no neighbour-discovery chatter in the counters
+        _run([ip, "-n", h.namespace, "link", "set", HOST_IF, "addrgenmode", "none"])
+        _run([ip, "-n", sw, "link", "set", h.port, "addrgenmode", "none"])
+        _run([ip, "-n", sw, "link", "set", h.port, "master", BRIDGE, "up"])
+        _run([ip, "-n", h.namespace, "addr", "add", f"{h.address}/{self.subnet.prefixlen}", "dev", HOST_IF])
+        _run([ip, "-n", h.namespace, "link", "set", "lo", "up"])
+        _run([ip, "-n", h.namespace, "link", "set", HOST_IF, "up"])
 
     def destroy(self) -> None:
         """Delete everything this network created (idempotent; also kills processes inside)."""
