@@ -273,11 +273,7 @@ def run_horovod(
         stop_child(proc)
         raise
     finally:
-        deadline = time.monotonic() + (settle_seconds if not timed_out else 0.0)
-        while marked_processes(run_id) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        survivors = [_cmdline(pid) or f"pid {pid}" for pid in marked_processes(run_id)]
-        kill_marked(run_id)
+        survivors = _end_run(run_id, 0.0 if timed_out else settle_seconds)
         reader.join(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
@@ -294,6 +290,16 @@ def run_horovod(
         lines=lines,
         launcher_lines=other,
     )
+
+
+def _end_run(run_id: str, settle_seconds: float) -> list[str]:
+    """Give a run's processes ``settle_seconds`` to exit, kill those left; their command lines."""
+    deadline = time.monotonic() + settle_seconds
+    while marked_processes(run_id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = [_cmdline(pid) or f"pid {pid}" for pid in marked_processes(run_id)]
+    kill_marked(run_id)
+    return survivors
 
 
 def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
