@@ -37,12 +37,14 @@ Used by notebook 06 (also for its multi-worker part, through ``infra.cluster``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,123 +166,116 @@ def task_info(strategy: Any) -> tuple[bool, str, int]:
     return is_chief, task_type, int(task_id or 0)
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
-    """Train (or resume) as the arguments say; return the results dictionary."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    strategy = make_strategy(args.strategy, args.logical_devices)  # first: MWMS starts a server
+@dataclass
+class DataPlan:
+    """What to read and how many steps: the data, its encoding and labels, the split sizes and
+    the global batch (``--batch-size``) over the strategy's replicas."""
 
-    import keras
-    import numpy as np
-    import tensorflow as tf
-    from tqdm.auto import tqdm
+    data: Path
+    bitmaps: bool
+    encoding: str
+    labels: Any
+    n_train: int
+    n_val: int
+    replicas: int
+    global_batch: int
+    steps_per_epoch: int
+    total_steps: int
 
+    @property
+    def channels(self) -> int:
+        return 3 if self.encoding == "rgb" else 1
+
+
+def plan_data(args: argparse.Namespace, replicas: int) -> DataPlan:
+    """Resolve ``--data``, count the drawings of each split and check the batch against them."""
     import quickdraw as qd
-    from utils.metrics import MapAtK
-    from utils.models import build_model
-
-    keras.utils.set_random_seed(args.seed)
-    tf.get_logger().setLevel("ERROR")
-    is_chief, task_type, task_id = task_info(strategy)
-    say = print if is_chief else (lambda *a, **k: None)
 
     data = resolve_data(args.data)
     bitmaps = is_bitmap_source(data)
     encoding = args.encoding if args.encoding != "auto" else ("plain" if bitmaps else "order")
-    labels = qd.resolve_labels(data)
-    channels = 3 if encoding == "rgb" else 1
-    common = dict(
-        labels=labels,
-        image_size=args.image_size,
-        encoding=encoding,
-        val_fraction=args.val_fraction,
-        limit_per_class=args.limit_per_class,
-    )
-    n_train = qd.count_examples(
-        data, split="train", val_fraction=args.val_fraction, limit_per_class=args.limit_per_class
-    )
-    n_val = qd.count_examples(
-        data, split="val", val_fraction=args.val_fraction, limit_per_class=args.limit_per_class
-    )
-    replicas = strategy.num_replicas_in_sync
-    global_batch = args.batch_size
-    if global_batch % replicas:
-        raise SystemExit(f"--batch-size {global_batch} is not a multiple of the {replicas} replicas")
-    steps_per_epoch = n_train // global_batch
+    counted = {
+        split: qd.count_examples(data, split=split, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
+        for split in ("train", "val")
+    }
+    if args.batch_size % replicas:
+        raise SystemExit(f"--batch-size {args.batch_size} is not a multiple of the {replicas} replicas")
+    steps_per_epoch = counted["train"] // args.batch_size
     if steps_per_epoch < 1:
-        raise SystemExit(f"{n_train} training drawings are fewer than one batch of {global_batch}")
-    total_steps = steps_per_epoch * args.epochs
-    say(
-        f"data {data} ({'numpy bitmaps' if bitmaps else 'strokes'}, encoding {encoding}): "
-        f"{len(labels)} classes, {n_train} train / {n_val} val drawings"
-    )
-    say(
-        f"strategy {type(strategy).__name__}: {replicas} replicas, global batch {global_batch} "
-        f"({global_batch // replicas} per replica), {steps_per_epoch} steps/epoch"
-    )
+        raise SystemExit(f"{counted['train']} training drawings are fewer than one batch of {args.batch_size}")
+    return DataPlan(data, bitmaps, encoding, qd.resolve_labels(data), counted["train"], counted["val"], replicas,
+                    args.batch_size, steps_per_epoch, steps_per_epoch * args.epochs)
 
-    def train_input(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-        return qd.make_dataset(
-            data, split="train", batch_size=ctx.get_per_replica_batch_size(global_batch),
-            repeat=True, drop_remainder=True, input_context=ctx, seed=args.seed, **common,
-        )  # fmt: skip
 
-    def val_input(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-        return qd.make_dataset(
-            data, split="val", batch_size=ctx.get_per_replica_batch_size(global_batch),
-            input_context=ctx, **common,
-        )  # fmt: skip
+def make_inputs(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> tuple[Any, Any]:
+    """The distributed training (repeated, whole batches) and validation datasets: one
+    pipeline per worker, each shard batched to the per-replica batch."""
+    import quickdraw as qd
 
-    train_ds = strategy.distribute_datasets_from_function(train_input)
-    val_ds = strategy.distribute_datasets_from_function(val_input)
+    common = dict(labels=plan.labels, image_size=args.image_size, encoding=plan.encoding,
+                  val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
+
+    def train_input(ctx: Any) -> Any:
+        return qd.make_dataset(plan.data, split="train", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
+                               repeat=True, drop_remainder=True, input_context=ctx, seed=args.seed, **common)
+
+    def val_input(ctx: Any) -> Any:
+        return qd.make_dataset(plan.data, split="val", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
+                               input_context=ctx, **common)
+
+    return strategy.distribute_datasets_from_function(train_input), strategy.distribute_datasets_from_function(val_input)
+
+
+@dataclass
+class Trainer:
+    """The model, its optimizer and schedule, the metrics, and the distributed steps."""
+
+    model: Any
+    optimizer: Any
+    schedule: Any
+    train_loss: Any
+    train_acc: Any
+    val_metrics: dict[str, Any]  # val_loss, top1, top3, map3
+    train_step: Any  # a tf.function: distributed batch -> summed loss
+    eval_step: Any  # a tf.function: distributed batch -> None (updates val_metrics)
+
+    def evaluate(self, val_ds: Any) -> dict[str, float]:
+        for metric in self.val_metrics.values():
+            metric.reset_state()
+        for batch in val_ds:
+            self.eval_step(batch)
+        return {name: float(metric.result()) for name, metric in self.val_metrics.items()}
+
+
+def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Trainer:
+    """Model, optimizer (warm-up + cosine) and metrics in the strategy's scope; the train and
+    eval steps run on every replica with ``strategy.run``."""
+    import keras
+    import tensorflow as tf
+
+    from utils.metrics import MapAtK
+    from utils.models import build_model
 
     with strategy.scope():
-        model = build_model(
-            args.model, len(labels), args.image_size, channels, alpha=args.alpha, bn_momentum=args.bn_momentum
-        )
-        warmup = min(int(args.warmup_epochs * steps_per_epoch), max(total_steps - 1, 0))
+        model = build_model(args.model, len(plan.labels), args.image_size, plan.channels, alpha=args.alpha,
+                            bn_momentum=args.bn_momentum)
+        warmup = min(int(args.warmup_epochs * plan.steps_per_epoch), max(plan.total_steps - 1, 0))
         schedule = keras.optimizers.schedules.CosineDecay(
-            initial_learning_rate=args.lr / 10,
-            decay_steps=max(total_steps - warmup, 1),
-            alpha=0.01,
-            warmup_target=args.lr,
-            warmup_steps=warmup,
+            initial_learning_rate=args.lr / 10, decay_steps=max(plan.total_steps - warmup, 1), alpha=0.01,
+            warmup_target=args.lr, warmup_steps=warmup,
         )
         optimizer = keras.optimizers.Adam(schedule)
         optimizer.build(model.trainable_variables)  # Keras 3: build in the scope before strategy.run
-        train_loss = keras.metrics.Mean("loss")
-        train_acc = keras.metrics.SparseCategoricalAccuracy("accuracy")
-        val_loss = keras.metrics.Mean("val_loss")
-        val_top1 = keras.metrics.SparseCategoricalAccuracy("top1")
-        val_top3 = keras.metrics.SparseTopKCategoricalAccuracy(k=3, name="top3")
-        val_map3 = MapAtK(k=3)
+        train_loss, train_acc = keras.metrics.Mean("loss"), keras.metrics.SparseCategoricalAccuracy("accuracy")
+        val_metrics = {"val_loss": keras.metrics.Mean("val_loss"),
+                       "top1": keras.metrics.SparseCategoricalAccuracy("top1"),
+                       "top3": keras.metrics.SparseTopKCategoricalAccuracy(k=3, name="top3"), "map3": MapAtK(k=3)}
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
-    # -- checkpoints: the chief writes to --checkpoint-dir, other workers to a scratch dir
-    # (deleted at the end), as TensorFlow's multi-worker tutorials do
-    ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    ckpt_dir = Path(args.checkpoint_dir).resolve() if args.checkpoint_dir else None
-    manager = None
-    scratch = write_dir = None
-    start_step = 0
-    if ckpt_dir is not None:
-        write_dir = ckpt_dir if is_chief else ckpt_dir / ".workers" / f"{task_type}_{task_id}"
-        scratch = None if is_chief else write_dir
-        manager = tf.train.CheckpointManager(ckpt, str(write_dir), max_to_keep=2)
-        latest = tf.train.latest_checkpoint(str(ckpt_dir))
-        if latest:
-            saved = qd.LabelMap.load(ckpt_dir) if (ckpt_dir / "labels.json").is_file() else labels
-            if saved != labels:
-                raise SystemExit(f"{ckpt_dir} holds a model for other classes ({saved}); use a new folder")
-            ckpt.restore(latest).expect_partial()
-            start_step = int(optimizer.iterations.numpy())
-            say(f"resumed from {latest} at step {start_step} (epoch {start_step / steps_per_epoch:.2f})")
-        if is_chief:
-            labels.save(ckpt_dir)
-
-    def train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    def replica_train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
             logits = model(images, training=True)
-            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=global_batch)
+            loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=plan.global_batch)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
         grads = tape.gradient(loss, model.trainable_variables)
@@ -288,149 +283,247 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         train_acc.update_state(y, logits)
         return loss
 
-    def eval_step(images: tf.Tensor, y: tf.Tensor) -> None:
+    def replica_eval_step(images: tf.Tensor, y: tf.Tensor) -> None:
         # The last, short batch may leave a replica with 0 examples, and on CPUs TF 2.21's
         # oneDNN Conv2D fails on an empty batch: skip the model call then.
         if tf.shape(images)[0] > 0:
             logits = model(images, training=False)
-            val_loss.update_state(loss_fn(y, logits))
-            for metric in (val_top1, val_top3, val_map3):
-                metric.update_state(y, logits)
+            val_metrics["val_loss"].update_state(loss_fn(y, logits))
+            for name in ("top1", "top3", "map3"):
+                val_metrics[name].update_state(y, logits)
 
     @tf.function
-    def distributed_train_step(batch: Any) -> tf.Tensor:
-        per_replica = strategy.run(train_step, args=batch)
+    def train_step(batch: Any) -> tf.Tensor:
+        per_replica = strategy.run(replica_train_step, args=batch)
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
     @tf.function
-    def distributed_eval_step(batch: Any) -> None:
-        strategy.run(eval_step, args=batch)
+    def eval_step(batch: Any) -> None:
+        strategy.run(replica_eval_step, args=batch)
 
-    def save() -> None:
-        if manager is not None:
-            manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
+    return Trainer(model, optimizer, schedule, train_loss, train_acc, val_metrics, train_step, eval_step)
 
-    def evaluate() -> dict[str, float]:
-        for metric in (val_loss, val_top1, val_top3, val_map3):
-            metric.reset_state()
-        for batch in val_ds:
-            distributed_eval_step(batch)
-        return {
-            "val_loss": float(val_loss.result()),
-            "top1": float(val_top1.result()),
-            "top3": float(val_top3.result()),
-            "map3": float(val_map3.result()),
-        }
 
+@dataclass
+class Checkpoints:
+    """Where this task writes: the chief into ``--checkpoint-dir``, the other workers into a
+    scratch folder (deleted at the end), as TensorFlow's multi-worker tutorials do."""
+
+    directory: Path | None
+    write_dir: Path | None = None
+    scratch: Path | None = None
+    manager: Any = None
+    start_step: int = 0
+
+    def save(self, optimizer: Any) -> None:
+        if self.manager is not None:
+            self.manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
+
+    def remove_scratch(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.scratch.parent.rmdir()  # the last worker to finish removes .workers/
+
+
+def restore(args: argparse.Namespace, trainer: Trainer, plan: DataPlan, task: tuple[bool, str, int],
+            say: Any) -> Checkpoints:
+    """Set up checkpointing and resume from the latest checkpoint of ``--checkpoint-dir``."""
+    import tensorflow as tf
+
+    import quickdraw as qd
+
+    if not args.checkpoint_dir:
+        return Checkpoints(None)
+    is_chief, task_type, task_id = task
+    directory = Path(args.checkpoint_dir).resolve()
+    write_dir = directory if is_chief else directory / ".workers" / f"{task_type}_{task_id}"
+    ckpt = tf.train.Checkpoint(model=trainer.model, optimizer=trainer.optimizer)
+    found = Checkpoints(directory, write_dir, None if is_chief else write_dir,
+                        tf.train.CheckpointManager(ckpt, str(write_dir), max_to_keep=2))
+    latest = tf.train.latest_checkpoint(str(directory))
+    if latest:
+        saved = qd.LabelMap.load(directory) if (directory / "labels.json").is_file() else plan.labels
+        if saved != plan.labels:
+            raise SystemExit(f"{directory} holds a model for other classes ({saved}); use a new folder")
+        ckpt.restore(latest).expect_partial()
+        found.start_step = int(trainer.optimizer.iterations.numpy())
+        say(f"resumed from {latest} at step {found.start_step} (epoch {found.start_step / plan.steps_per_epoch:.2f})")
+    if is_chief:
+        plan.labels.save(directory)
+    return found
+
+
+@dataclass
+class Progress:
+    """How far training got: the epochs' history, the step, and the time spent training."""
+
+    history: list[dict[str, Any]]
+    step: int
+    seconds: float = 0.0
+    examples: int = 0
+
+
+def run_epochs(args: argparse.Namespace, trainer: Trainer, plan: DataPlan, datasets: tuple[Any, Any],
+               ckpts: Checkpoints, is_chief: bool, say: Any) -> Progress:
+    """Train from the restored step to the last one, epoch by epoch: a progress bar on the chief,
+    a checkpoint every ``--checkpoint-every`` steps and at each epoch's end, a validation pass
+    and a history row per epoch."""
+    from tqdm.auto import tqdm
+
+    train_ds, val_ds = datasets
     history: list[dict[str, Any]] = []
-    if ckpt_dir is not None and (ckpt_dir / "history.json").is_file() and start_step:
-        history = [h for h in json.loads((ckpt_dir / "history.json").read_text()) if h["step"] <= start_step]
-    last_step = total_steps if args.max_steps is None else min(total_steps, args.max_steps)
-    step = start_step
-    train_seconds = 0.0
-    examples = 0
+    if ckpts.directory is not None and (ckpts.directory / "history.json").is_file() and ckpts.start_step:
+        history = [h for h in json.loads((ckpts.directory / "history.json").read_text()) if h["step"] <= ckpts.start_step]
+    progress = Progress(history, ckpts.start_step)
+    last_step = plan.total_steps if args.max_steps is None else min(plan.total_steps, args.max_steps)
     iterator = iter(train_ds)
+    while progress.step < last_step:
+        epoch = progress.step // plan.steps_per_epoch
+        epoch_end = min((epoch + 1) * plan.steps_per_epoch, last_step)
+        trainer.train_loss.reset_state()
+        trainer.train_acc.reset_state()
+        bar = tqdm(
+            total=plan.steps_per_epoch, initial=progress.step - epoch * plan.steps_per_epoch,
+            desc=f"epoch {epoch + 1}/{args.epochs}", unit="step", disable=args.no_progress or not is_chief,
+            file=sys.stderr, dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30.0,
+        )  # fmt: skip
+        first, t0 = progress.step, time.perf_counter()
+        with bar:
+            while progress.step < epoch_end:
+                trainer.train_loss.update_state(trainer.train_step(next(iterator)))
+                progress.step += 1
+                bar.update(1)
+                if progress.step % 10 == 0 or progress.step == epoch_end:
+                    bar.set_postfix(loss=f"{float(trainer.train_loss.result()):.3f}",
+                                    acc=f"{float(trainer.train_acc.result()):.3f}")
+                if args.checkpoint_every and progress.step % args.checkpoint_every == 0 and progress.step != epoch_end:
+                    ckpts.save(trainer.optimizer)
+        seconds = time.perf_counter() - t0
+        progress.seconds += seconds
+        progress.examples += (progress.step - first) * plan.global_batch
+        ckpts.save(trainer.optimizer)
+        row = epoch_row(trainer, plan, epoch, progress.step, seconds, (progress.step - first) * plan.global_batch)
+        history.append({**row, **trainer.evaluate(val_ds)})
+        say_epoch(say, history[-1])
+        if is_chief and ckpts.directory is not None:
+            (ckpts.directory / "history.json").write_text(json.dumps(history, indent=1) + "\n")
+    return progress
+
+
+def epoch_row(trainer: Trainer, plan: DataPlan, epoch: int, step: int, seconds: float, examples: int) -> dict[str, Any]:
+    """One row of ``history.json``: the epoch's training numbers (validation is added to it)."""
+    return {
+        "epoch": epoch + 1,
+        "step": step,
+        "complete": step == (epoch + 1) * plan.steps_per_epoch,
+        "loss": float(trainer.train_loss.result()),
+        "accuracy": float(trainer.train_acc.result()),
+        "seconds": seconds,
+        "examples_per_sec": examples / seconds,
+        "lr": float(trainer.schedule(step - 1)),
+    }
+
+
+def say_epoch(say: Any, row: dict[str, Any]) -> None:
+    say(
+        f"epoch {row['epoch']}: loss {row['loss']:.4f} acc {row['accuracy']:.4f} | "
+        f"val top-1 {row['top1']:.4f} top-3 {row['top3']:.4f} MAP@3 {row['map3']:.4f} | "
+        f"{row['examples_per_sec']:.0f} ex/s, {row['seconds']:.1f} s"
+    )
+
+
+def save_model(trainer: Trainer, ckpts: Checkpoints) -> tuple[Path | None, int | None]:
+    """The whole model: EVERY worker saves, as in TensorFlow's multi-worker tutorials (saving can
+    involve collective ops, which wait for all workers); the chief into ``--checkpoint-dir``, the
+    others into their scratch folder, deleted afterwards."""
+    if ckpts.write_dir is None:
+        return None, None
+    ckpts.write_dir.mkdir(parents=True, exist_ok=True)
+    model_path = ckpts.write_dir / "model.keras"
+    trainer.model.save(model_path)
+    return model_path, model_path.stat().st_size
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    """Train (or resume) as the arguments say; return the results dictionary."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    strategy = make_strategy(args.strategy, args.logical_devices)  # first: MWMS starts a server
+
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(args.seed)
+    tf.get_logger().setLevel("ERROR")
+    task = task_info(strategy)
+    say = print if task[0] else (lambda *a, **k: None)
+    plan = plan_data(args, strategy.num_replicas_in_sync)
+    say(f"data {plan.data} ({'numpy bitmaps' if plan.bitmaps else 'strokes'}, encoding {plan.encoding}): "
+        f"{len(plan.labels)} classes, {plan.n_train} train / {plan.n_val} val drawings")
+    say(f"strategy {type(strategy).__name__}: {plan.replicas} replicas, global batch {plan.global_batch} "
+        f"({plan.global_batch // plan.replicas} per replica), {plan.steps_per_epoch} steps/epoch")
+    datasets = make_inputs(args, strategy, plan)
+    trainer = build_trainer(args, strategy, plan)
+    ckpts = restore(args, trainer, plan, task, say)
     try:
-        while step < last_step:
-            epoch = step // steps_per_epoch
-            epoch_end = min((epoch + 1) * steps_per_epoch, last_step)
-            train_loss.reset_state()
-            train_acc.reset_state()
-            bar = tqdm(
-                total=steps_per_epoch, initial=step - epoch * steps_per_epoch, desc=f"epoch {epoch + 1}/{args.epochs}",
-                unit="step", disable=args.no_progress or not is_chief, file=sys.stderr, dynamic_ncols=True,
-                mininterval=0.5 if sys.stderr.isatty() else 30.0,
-            )  # fmt: skip
-            t0 = time.perf_counter()
-            first = step
-            with bar:
-                while step < epoch_end:
-                    loss = distributed_train_step(next(iterator))
-                    train_loss.update_state(loss)
-                    step += 1
-                    bar.update(1)
-                    if step % 10 == 0 or step == epoch_end:
-                        bar.set_postfix(
-                            loss=f"{float(train_loss.result()):.3f}", acc=f"{float(train_acc.result()):.3f}"
-                        )
-                    if args.checkpoint_every and step % args.checkpoint_every == 0 and step != epoch_end:
-                        save()
-            seconds = time.perf_counter() - t0
-            train_seconds += seconds
-            examples += (step - first) * global_batch
-            save()
-            row = {
-                "epoch": epoch + 1,
-                "step": step,
-                "complete": step == (epoch + 1) * steps_per_epoch,
-                "loss": float(train_loss.result()),
-                "accuracy": float(train_acc.result()),
-                "seconds": seconds,
-                "examples_per_sec": (step - first) * global_batch / seconds,
-                "lr": float(schedule(step - 1)),
-                **evaluate(),
-            }
-            history.append(row)
-            say(
-                f"epoch {row['epoch']}: loss {row['loss']:.4f} acc {row['accuracy']:.4f} | "
-                f"val top-1 {row['top1']:.4f} top-3 {row['top3']:.4f} MAP@3 {row['map3']:.4f} | "
-                f"{row['examples_per_sec']:.0f} ex/s, {seconds:.1f} s"
-            )
-            if is_chief and ckpt_dir is not None:
-                (ckpt_dir / "history.json").write_text(json.dumps(history, indent=1) + "\n")
-        final = history[-1] if history and history[-1]["step"] == step else {"step": step, **evaluate()}
-        # The whole model: EVERY worker saves, as in TensorFlow's multi-worker tutorials (saving
-        # can involve collective ops, which wait for all workers); the chief into --checkpoint-dir,
-        # the others into their scratch folder, deleted below.
-        model_path = model_bytes = None
-        if ckpt_dir is not None:
-            write_dir.mkdir(parents=True, exist_ok=True)
-            model_path = write_dir / "model.keras"
-            model.save(model_path)
-            model_bytes = model_path.stat().st_size
+        progress = run_epochs(args, trainer, plan, datasets, ckpts, task[0], say)
+        done = progress.history[-1] if progress.history and progress.history[-1]["step"] == progress.step else None
+        final = done or {"step": progress.step, **trainer.evaluate(datasets[1])}
+        model_path, model_bytes = save_model(trainer, ckpts)
     finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-            try:
-                scratch.parent.rmdir()  # the last worker to finish removes .workers/
-            except OSError:
-                pass
+        ckpts.remove_scratch()
+    results = collect_results(args, plan, trainer, progress, final, (model_path, model_bytes), ckpts.start_step)
+    write_results(args, results, trainer, plan, ckpts, task, say)
+    return results
+
+
+def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, progress: Progress,
+                    final: dict[str, Any], model_file: tuple[Path | None, int | None], start_step: int) -> dict[str, Any]:
+    """The numbers of notebook 06's results table, and the checksums that let a multi-worker run
+    show that every worker holds the same model."""
+    import numpy as np
 
     def abs_sum(variables: list[Any]) -> float:
         return float(sum(np.abs(np.asarray(v)).sum(dtype=np.float64) for v in variables))
 
-    results: dict[str, Any] = {
-        "data": "built-in doodles" if args.data.startswith("builtin:") else str(data),
-        "format": "numpy bitmaps" if bitmaps else "strokes",
-        "classes": len(labels),
+    return {
+        "data": "built-in doodles" if args.data.startswith("builtin:") else str(plan.data),
+        "format": "numpy bitmaps" if plan.bitmaps else "strokes",
+        "classes": len(plan.labels),
         "image_size": args.image_size,
-        "encoding": encoding,
+        "encoding": plan.encoding,
         "model": args.model if args.model == "compact" else f"mobilenet (alpha {args.alpha})",
         "strategy": args.strategy,
-        "replicas": replicas,
+        "replicas": plan.replicas,
         "workers": _num_workers() if args.strategy == "multiworker" else 1,
-        "global_batch": global_batch,
+        "global_batch": plan.global_batch,
         "epochs": args.epochs,
-        "train_examples": n_train,
-        "val_examples": n_val,
+        "train_examples": plan.n_train,
+        "val_examples": plan.n_val,
         "resumed_from_step": start_step,
-        "steps": step,
-        "seconds": train_seconds,
-        "examples_per_sec": examples / train_seconds if train_seconds else None,
+        "steps": progress.step,
+        "seconds": progress.seconds,
+        "examples_per_sec": progress.examples / progress.seconds if progress.seconds else None,
         "top1": final["top1"],
         "top3": final["top3"],
         "map3": final["map3"],
         "val_loss": final["val_loss"],
-        # checksums that let a multi-worker run show every worker holds the same model
-        "trainable_sum": abs_sum(model.trainable_weights),
-        "non_trainable_sum": abs_sum(model.non_trainable_weights),
-        "model_saved_to": str(model_path) if model_path else None,  # a non-chief's path is deleted by now
-        "model_bytes": model_bytes,
-        "history": history,
+        "trainable_sum": abs_sum(trainer.model.trainable_weights),
+        "non_trainable_sum": abs_sum(trainer.model.non_trainable_weights),
+        "model_saved_to": str(model_file[0]) if model_file[0] else None,  # a non-chief's path is deleted by now
+        "model_bytes": model_file[1],
+        "history": progress.history,
     }
+
+
+def write_results(args: argparse.Namespace, results: dict[str, Any], trainer: Trainer, plan: DataPlan,
+                  ckpts: Checkpoints, task: tuple[bool, str, int], say: Any) -> None:
+    """The submission (``--predict``, chief), ``results.json`` (chief) and, under
+    ``infra.cluster``, a RESULT line for the notebook."""
+    is_chief, task_type, task_id = task
     if args.predict and is_chief:
-        results["submission"] = predict_submission(args, model, labels, encoding)
-    results_path = Path(args.results) if args.results else (ckpt_dir / "results.json" if ckpt_dir else None)
+        results["submission"] = predict_submission(args, trainer.model, plan.labels, plan.encoding)
+    results_path = Path(args.results) if args.results else (ckpts.directory / "results.json" if ckpts.directory else None)
     if is_chief and results_path is not None:
         results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1) + "\n")
@@ -438,12 +531,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if os.environ.get("COURSE_TASK"):  # launched by infra.cluster: report to the notebook
         from infra.process import report
 
-        report(
-            **{k: v for k, v in results.items() if k != "history"},
-            chief=is_chief,
-            task=f"{task_type}:{task_id}",
-        )
-    return results
+        report(**{k: v for k, v in results.items() if k != "history"}, chief=is_chief, task=f"{task_type}:{task_id}")
 
 
 def _num_workers() -> int:
