@@ -26,3 +26,16 @@ def test_lesson_lines_are_counted_in_core_and_appendix(tmp_path: Path) -> None:
     c = count(path)
     assert (c["core code"], c["core lesson"]) == (7, 3)  # strategy = …, scope, keras.Sequential; not print(strategy)
     assert (c["all code"], c["all lesson"]) == (9, 4)
+
+
+def test_sections_marked_optional_are_not_core(tmp_path: Path) -> None:
+    path = _notebook(tmp_path, [
+        ("markdown", "## 1 · Core\n"),
+        ("code", "model.fit(ds)\n"),
+        ("markdown", "## 2 · Extra — *optional*\n"),
+        ("code", "model.fit(ds)\nx = 1\n"),
+        ("markdown", "## 3 · Core again\n"),
+        ("code", "strategy.run(step)\n"),
+    ])
+    c = count(path)
+    assert (c["core code"], c["core lesson"], c["all code"], c["all lesson"]) == (2, 2, 4, 3)

@@ -10,8 +10,8 @@ else — tables, prints, plots, asserts, timing, process orchestration, lines ma
 ``%%writefile`` programs included (their magic line excluded); the setup cell is left out (the
 same in every notebook).
 
-The **core** of a notebook is everything before its ``## Appendix`` heading (the part that
-fits the lecture slot); the rest is the appendix. The table prints, per notebook, the core's
+The **core** of a notebook is the part that fits its lecture slot: every section but those whose
+``##`` heading says *optional*, and nothing after an ``## Appendix`` heading. The table prints, per notebook, the core's
 code lines, lesson lines and their share, and the same for the whole notebook. The patterns
 are a heuristic, the same for every notebook, so shares compare notebooks and versions, not
 absolute truths.
@@ -39,6 +39,8 @@ LESSON = re.compile(
 )
 EXTRA = re.compile(r"#\s*extra code")
 APPENDIX = re.compile(r"^#{1,3}\s*Appendix\b", re.I | re.M)
+SECTION = re.compile(r"^## .*$", re.M)
+OPTIONAL = re.compile(r"\boptional\b", re.I)
 
 
 def _code_lines(source: str) -> list[str]:
@@ -52,11 +54,14 @@ def count(path: Path) -> dict[str, float]:
     """Code and lesson lines of the core and of the whole notebook, and their shares."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     totals = {"core code": 0, "core lesson": 0, "all code": 0, "all lesson": 0}
-    in_core = True
+    in_core, appendix = True, False
     for cell in cells:
         source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and APPENDIX.search(source):
-            in_core = False
+        if cell["cell_type"] == "markdown":
+            appendix = appendix or bool(APPENDIX.search(source))
+            headings = SECTION.findall(source)
+            if headings:
+                in_core = not appendix and not OPTIONAL.search(headings[-1])
         if cell["cell_type"] != "code" or "course = utils.setup(" in source:
             continue
         lines = _code_lines(source)
