@@ -23,7 +23,7 @@ RUN_FULL = config.PROJECT_ROOT / "tools" / "run_full.sh"
 
 def make_project(
     tmp_path: Path, *, python_rc: int = 0, python_sleep: float = 0, setup: str = "exit 0", after_build: bool = False,
-    colab_setup: str = 'echo "/fake/venv-colab"', fail_when: str = "",
+    colab_setup: str = 'echo "/fake/venv-colab"', fail_when: str = "", slurm_setup: str = "exit 0",
 ) -> Path:
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
@@ -36,6 +36,7 @@ def make_project(
         f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
     )
     (root / "tools" / "setup_colab_env.sh").write_text(f'echo "setup_colab_env: fake build"\n{colab_setup}\n')
+    (root / "tools" / "setup_slurm.sh").write_text(f'echo "setup_slurm: fake install"\n{slurm_setup}\n')
     fake_python = root / "python"
     # after_build: the fake python first waits until the background build has started (a loaded
     # machine may start the build, at nice 10, long after the first python)
@@ -113,6 +114,19 @@ def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -
     failed = make_project(tmp_path / "failed", colab_setup="exit 1")
     result = run(failed)
     assert result.returncode == 1 and not any("colab_rehearsal" in line for line in calls(failed))
+
+
+def test_slurm_is_installed_before_the_notebooks_or_said_why_not(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    result = run(root)
+    assert result.returncode == 0 and "setup_slurm: fake install" in result.stdout
+    cannot = make_project(tmp_path / "cannot", slurm_setup='echo "setup_slurm: not root" >&2; exit 3')
+    result = run(cannot)
+    assert result.returncode == 0 and "not root" in result.stdout and "notebook 11 shows its scripts only" in result.stdout
+    broken = make_project(tmp_path / "broken", slurm_setup="exit 1")
+    result = run(broken)
+    assert result.returncode == 1
+    assert not any("01_b.ipynb" in line for line in calls(broken))  # the notebooks did not run
 
 
 def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ SECOND_NB_PREFIX="notebooks/09_"  # in the second stream under `all`
 mapfile -t SECOND_NBS < <(ls "$SECOND_NB_PREFIX"*.ipynb 2>/dev/null || true)
 mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -v "^$SECOND_NB_PREFIX")   # the others
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
+SLURM_LOG="$ROOT/.slurm-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
 # they have Colab's T4, and an odd number of GPUs (one per worker where there are enough); only
@@ -66,6 +67,16 @@ trap stop_build EXIT
 trap 'exit 130' INT TERM
 
 run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
+wait_slurm() { # wait_slurm PID: the Slurm install for notebook 11 (tools/setup_slurm.sh) has ended
+    local rc=0
+    wait "$1" || rc=$?
+    cat "$SLURM_LOG"
+    if ((rc == 3)); then
+        echo "run_tests: Slurm cannot be installed here (reason above): notebook 11 shows its scripts only"
+    elif ((rc != 0)); then
+        exit "$rc"
+    fi
+}
 run_notebooks() { # run_notebooks NOTEBOOK...
     # --durations: the slowest cells, to see where make test's time goes
     "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "$@"
@@ -106,6 +117,10 @@ rc=0
 case "$STAGE" in
     unit) run_unit ;;
     notebooks)
+        if [[ -f tools/setup_slurm.sh ]]; then
+            bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
+            wait_slurm $!
+        fi
         run_notebooks "${MAIN_NBS[@]}"
         rc=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
@@ -149,7 +164,13 @@ case "$STAGE" in
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
             setsid bash -c 'cd "$1" && exec bash tools/run_tests.sh second' _ "$SECOND_TREE" >"$SECOND_LOG" 2>&1 &
         second_pid=$!
+        slurm_pid=""
+        if [[ -f tools/setup_slurm.sh ]]; then # apt-get install of Slurm for notebook 11, if missing (root)
+            bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
+            slurm_pid=$!
+        fi
         run_unit
+        if [[ -n "$slurm_pid" ]]; then wait_slurm "$slurm_pid"; fi
         run_notebooks "${FIRST_NBS[@]}"
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: waiting for the Horovod environment"
