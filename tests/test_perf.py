@@ -94,9 +94,22 @@ def test_read_trace_splits_a_step_into_disjoint_parts(tmp_path) -> None:
     first, second = perf.read_trace(tmp_path)
     assert (first.total, first.input, first.compute, first.allreduce, first.other) == pytest.approx((10, 1, 4, 2, 3))
     assert first.instances == {7: 2} and first.allreduce_events == 2
+    assert first.spans == {7: [pytest.approx((5, 7)), pytest.approx((5.5, 6.5))]}
     assert first.covered == pytest.approx(0.7)
     assert (second.total, second.compute, second.allreduce, second.other) == pytest.approx((5, 2, 0, 3))
     assert second.instances == {}
+
+
+def test_rendezvous_splits_waiting_from_exchange() -> None:
+    # replica 0 enters at 1 ms and waits; replica 1 enters at 4 ms; both leave at 5 ms
+    together = perf.rendezvous([(1.0, 5.0), (4.0, 5.0)])
+    assert (together.wait, together.exchange, together.synchronised) == (3.0, 1.0, True)
+    # events that cover only launching the op: replica 0's ends before replica 1 enters
+    launched = perf.rendezvous([(1.0, 1.1), (4.0, 4.1)])
+    assert not launched.synchronised and launched.wait == 3.0
+    assert perf.rendezvous([(1.0, 3.95), (4.0, 4.1)], slack=0.1).synchronised
+    with pytest.raises(ValueError, match="without events"):
+        perf.rendezvous([])
 
 
 def test_read_trace_without_a_profile_says_so(tmp_path) -> None:

@@ -8,8 +8,9 @@ uses :func:`tf_data_service`.
   step's rate **alone**, each measured, and which one limits training.
 * :func:`read_trace` — reads the ``.xplane.pb`` that ``tf.profiler.experimental`` writes and
   splits each traced step into compute, collective all-reduce, waiting for input and the
-  rest (Python dispatch, launch overhead, idle); it also counts the all-reduce events of each
-  collective instance, so a notebook can check that every replica took part.
+  rest (Python dispatch, launch overhead, idle); it also keeps each replica's interval in each
+  collective instance, so a notebook can check that every replica took part and split an
+  all-reduce into waiting for the last replica and the exchange (:func:`rendezvous`).
 * :func:`tf_data_service` — a tf.data service dispatcher and workers as in-process servers,
   stopped when the ``with`` block ends, also after an error or Ctrl-C.
 
@@ -141,6 +142,8 @@ class StepBreakdown:
     other: float
     allreduce_events: int = 0
     instances: dict[int, int] = field(default_factory=dict)  # collective instance_key -> events
+    # collective instance_key -> (start, end) of each replica's op, ms from the step's start
+    spans: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
 
     @property
     def covered(self) -> float:
@@ -222,7 +225,7 @@ def read_trace(logdir: str | Path, step_name: str = "train") -> list[StepBreakdo
 
     steps: list[tuple[int, int, int]] = []
     kinds: dict[str, list[tuple[int, int]]] = {"allreduce": [], "input": [], "compute": []}
-    collectives: list[tuple[int, int | None]] = []
+    collectives: list[tuple[int, int, int | None]] = []  # (start, end, instance_key) of each collective op
     for path in xplane_files(logdir):
         space = xplane_pb2.XSpace()
         space.ParseFromString(path.read_bytes())
@@ -237,7 +240,7 @@ def read_trace(logdir: str | Path, step_name: str = "train") -> list[StepBreakdo
             elif op_type and _ALLREDUCE.search(op_type):
                 kinds["allreduce"].append((start, end))
                 key = stats.get("instance_key")
-                collectives.append((start, int(key) if key is not None else None))
+                collectives.append((start, end, int(key) if key is not None else None))
             elif op_type:
                 kinds["compute"].append((start, end))
     if not steps:
@@ -250,7 +253,12 @@ def read_trace(logdir: str | Path, step_name: str = "train") -> list[StepBreakdo
         compute = _minus(_minus(_clip(merged["compute"], lo, hi), allreduce), inp)
         parts = [_length(x) / 1e9 for x in (allreduce, inp, compute)]
         total = (hi - lo) / 1e9
-        instances = Counter(key for start, key in collectives if lo <= start < hi and key is not None)
+        in_step = [(start, end, key) for start, end, key in collectives if lo <= start < hi]
+        instances = Counter(key for _, _, key in in_step if key is not None)
+        spans: dict[int, list[tuple[float, float]]] = {}
+        for start, end, key in in_step:
+            if key is not None:
+                spans.setdefault(key, []).append(((start - lo) / 1e9, (end - lo) / 1e9))
         result.append(
             StepBreakdown(
                 step=step,
@@ -259,11 +267,44 @@ def read_trace(logdir: str | Path, step_name: str = "train") -> list[StepBreakdo
                 allreduce=parts[0],
                 input=parts[1],
                 other=total - sum(parts),
-                allreduce_events=sum(lo <= start < hi for start, _ in collectives),
+                allreduce_events=len(in_step),
                 instances=dict(instances),
+                spans=spans,
             )
         )
     return result
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """One collective instance seen from its replicas' op events, in milliseconds.
+
+    ``wait``: from the first replica entering the collective to the last one entering it —
+    the time the early replicas spent waiting for the late one. ``exchange``: from the last
+    replica entering to the last one leaving — moving and adding the data once all are there.
+    ``synchronised``: no replica left before the last one entered, as a collective requires
+    (False if the events covered only launching the op, not its completion).
+    """
+
+    wait: float
+    exchange: float
+    synchronised: bool
+
+
+def rendezvous(spans: list[tuple[float, float]], slack: float = 0.0) -> Rendezvous:
+    """Split one collective instance's (start, end) spans, one per replica, into wait and exchange.
+
+    ``slack`` (ms): how far a replica's end may precede the last start and still count as
+    synchronised (the replicas' events are stamped by different threads). Notebook 08 §1.
+    """
+    if not spans:
+        raise ValueError("a collective instance without events")
+    starts, ends = [s for s, _ in spans], [e for _, e in spans]
+    return Rendezvous(
+        wait=max(starts) - min(starts),
+        exchange=max(ends) - max(starts),
+        synchronised=min(ends) + slack >= max(starts),
+    )
 
 
 # ------------------------------------------------------------------------------------
