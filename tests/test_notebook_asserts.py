@@ -20,11 +20,7 @@ NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 
 # Findings waiting for a fix in a notebook somebody else is editing, with the fix proposed to
 # its owner: (notebook, snippet) -> fix. An entry no longer found gives a warning (remove it).
-KNOWN: dict[tuple[str, str], str] = {
-    ("08_performance.ipynb", "0.05 < mp_ratio < 20"): "branch nb08 compares the ratios with predictions",
-    ("08_performance.ipynb", "0.05 < xla_ratio < 20"): "branch nb08 compares the ratios with predictions",
-    ("08_performance.ipynb", "0.05 < spe_ratio < 20"): "branch nb08 compares the ratios with predictions",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def reasons(snippet: str) -> list[str]:
