@@ -10,7 +10,7 @@ turns (``utils.perf.side_by_side``), so the load of a shared machine falls on bo
 3. fewer launches: K steps as K calls of a one-step ``tf.function`` vs one call of a
    ``tf.range`` loop of K steps;
 4. tf.data service: one epoch of the capstone's pipeline (``quickdraw.make_dataset``)
-   locally vs through an in-process dispatcher and worker (``utils.perf.tf_data_service``).
+   locally vs through an in-process dispatcher and worker (``infra.data_service.tf_data_service``).
 
 A ratio above 1 means the second variant is faster. Numbers without a GPU come from
 simulated replicas sharing the CPU: they show what each change costs or saves here, not on GPUs.
@@ -25,6 +25,8 @@ import argparse
 import os
 import statistics
 import time
+
+from infra.data_service import tf_data_service
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in ds:
             pass
 
-    with perf.tf_data_service(workers=1) as service:
+    with tf_data_service(workers=1) as service:
         remote = pipe.apply(tf.data.experimental.service.distribute("distributed_epoch", service))
         pair("tf.data service (1 epoch)", "local pipeline", "tf.data service", lambda: epoch(pipe), lambda: epoch(remote))
 

@@ -29,13 +29,6 @@ def test_bad_smoke_value_is_a_clear_error() -> None:
     assert "COURSE_SMOKE='maybe'" in result.stderr
 
 
-def test_urls_name_the_notebook() -> None:
-    name = "04_keras_distributed_training.ipynb"
-    assert config.colab_url(name).startswith("https://colab.research.google.com/github/")
-    assert config.colab_url(name).endswith("/notebooks/" + name)
-    assert config.source_url(name).startswith("https://github.com/" + config.COURSE_REPO)
-
-
 def test_importing_utils_does_not_import_tensorflow() -> None:
     result = run_python("import sys, utils, utils.timing, utils.devices; print('tensorflow' in sys.modules)")
     assert result.ok, result.tail()

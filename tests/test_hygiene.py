@@ -15,6 +15,16 @@ from tools.slidemeta import heading_level, missing
 from utils import config
 
 ROOT = config.PROJECT_ROOT
+
+
+def colab_url(notebook_name: str) -> str:
+    """The Open-in-Colab address of a notebook, as its badge must give it."""
+    return f"https://colab.research.google.com/github/{config.COURSE_REPO}/blob/{config.COURSE_BRANCH}/notebooks/{notebook_name}"
+
+
+def source_url(notebook_name: str) -> str:
+    """The View-source address of a notebook on GitHub, as its badge must give it."""
+    return f"https://github.com/{config.COURSE_REPO}/blob/{config.COURSE_BRANCH}/notebooks/{notebook_name}"
 NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 TITLE = re.compile(r"^# (\d+) · .+ \(.*[\u4e00-\u9fff].*\)\s*$")
@@ -105,8 +115,8 @@ def test_notebook_shape(path: Path) -> None:
         assert "colab.research.google.com" not in markdown, f"{path.name}: no Colab button for a Horovod notebook"
         assert "*No Colab button:*" in markdown, f"{path.name}: say why there is no Colab button"
     else:
-        assert config.colab_url(path.name) in markdown, f"{path.name}: Open-in-Colab badge missing or wrong"
-    assert config.source_url(path.name) in markdown, f"{path.name}: View-source link missing or wrong"
+        assert colab_url(path.name) in markdown, f"{path.name}: Open-in-Colab badge missing or wrong"
+    assert source_url(path.name) in markdown, f"{path.name}: View-source link missing or wrong"
     for heading in ("## Overview", "## Setup", "## Summary", "## Exercises"):
         assert heading in markdown, f"{path.name}: no '{heading}' section"
     overview = next(("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Overview")), "")

@@ -7,6 +7,7 @@ import time
 import psutil
 import pytest
 
+from infra.data_service import tf_data_service
 from utils import perf
 
 SLEEP = 0.03  # seconds: far longer than either fast side takes on any machine
@@ -125,7 +126,7 @@ def test_tf_data_service_serves_and_stops() -> None:
     import tensorflow as tf
 
     before = _listening_ports()
-    with perf.tf_data_service(workers=1) as target:
+    with tf_data_service(workers=1) as target:
         port = int(target.rsplit(":", 1)[1])
         ds = tf.data.Dataset.range(10).apply(
             tf.data.experimental.service.distribute("distributed_epoch", target)
@@ -141,7 +142,7 @@ def test_tf_data_service_stops_when_the_cell_is_interrupted() -> None:
 
     before = _listening_ports()
     with pytest.raises(KeyboardInterrupt):
-        with perf.tf_data_service(workers=2) as target:
+        with tf_data_service(workers=2) as target:
             port = int(target.rsplit(":", 1)[1])
             assert port in _listening_ports()
             raise KeyboardInterrupt  # what an interrupted cell raises here

@@ -52,16 +52,3 @@ def choose(smoke: T, full: T) -> T:
     ``epochs = utils.choose(smoke=1, full=10)``; used in every notebook.
     """
     return smoke if SMOKE else full
-
-
-def colab_url(notebook_name: str) -> str:
-    """The Open-in-Colab address of a notebook (badges in every notebook)."""
-    return (
-        f"https://colab.research.google.com/github/{COURSE_REPO}/blob/"
-        f"{COURSE_BRANCH}/notebooks/{notebook_name}"
-    )
-
-
-def source_url(notebook_name: str) -> str:
-    """The View-source address of a notebook on GitHub (badges in every notebook)."""
-    return f"https://github.com/{COURSE_REPO}/blob/{COURSE_BRANCH}/notebooks/{notebook_name}"

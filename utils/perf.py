@@ -1,8 +1,8 @@
-"""Performance measurements: the input-bound check, the profiler trace read in code, tf.data service.
+"""Performance measurements: the input-bound check and the profiler trace read in code.
 
 Introduced in notebook 08 (*Making distributed training fast*); notebook 06 uses
-:func:`check_input_bound` for its capstone pipeline; ``benchmarks/bench_performance.py``
-uses :func:`tf_data_service`.
+:func:`check_input_bound` for its capstone pipeline (the tf.data service of notebook 08 §6 is
+started by ``infra.data_service``).
 
 * :func:`check_input_bound` — the pipeline's rate **alone** and the distributed training
   step's rate **alone**, each measured, and which one limits training.
@@ -11,8 +11,6 @@ uses :func:`tf_data_service`.
   rest (Python dispatch, launch overhead, idle); it also keeps each replica's interval in each
   collective instance, so a notebook can check that every replica took part and split an
   all-reduce into waiting for the last replica and the exchange (:func:`rendezvous`).
-* :func:`tf_data_service` — a tf.data service dispatcher and workers as in-process servers,
-  stopped when the ``with`` block ends, also after an error or Ctrl-C.
 
 TensorFlow is imported inside the functions, never at module level.
 """
@@ -23,7 +21,6 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,33 +302,3 @@ def rendezvous(spans: list[tuple[float, float]], slack: float = 0.0) -> Rendezvo
         exchange=max(ends) - max(starts),
         synchronised=min(ends) + slack >= max(starts),
     )
-
-
-# ------------------------------------------------------------------------------------
-# tf.data service: dispatcher + workers in this process (notebook 08 §6, the benchmark)
-# ------------------------------------------------------------------------------------
-
-
-@contextmanager
-def tf_data_service(workers: int = 1) -> Iterator[str]:
-    """Start a tf.data service dispatcher and ``workers`` workers here; yield its address.
-
-    The servers run in this process on free localhost ports (port 0) with no work
-    directory (nothing written to disk); all of them are stopped when the ``with`` block
-    ends, also after an error or Ctrl-C. Use the address with
-    ``dataset.apply(tf.data.experimental.service.distribute("parallel_epochs", address))``.
-    Used in notebook 08 §6 and ``benchmarks/bench_performance.py``.
-    """
-    import tensorflow as tf
-
-    service = tf.data.experimental.service
-    dispatcher = service.DispatchServer(service.DispatcherConfig(port=0, fault_tolerant_mode=False))
-    started: list[Any] = [dispatcher]
-    try:
-        address = dispatcher.target.split("://")[-1]
-        for _ in range(workers):
-            started.append(service.WorkerServer(service.WorkerConfig(dispatcher_address=address, port=0)))
-        yield dispatcher.target
-    finally:
-        for server in reversed(started):  # workers first, then the dispatcher
-            server._stop()
