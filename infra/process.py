@@ -28,7 +28,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -197,6 +197,67 @@ class Watchdog:
 
     def cancel(self) -> None:
         self._timer.cancel()
+
+
+# The owner watchdog: a tiny process in its own session holding the read end of a pipe whose
+# write end only the owner holds. When the owner dies in any way (SIGKILL, a killed kernel)
+# the pipe closes and, unless the owner wrote "done" first, the watchdog execs the clean-up
+# command (which keeps its ignored SIGINT/SIGHUP/SIGTERM, so a Ctrl-C cannot interrupt it).
+_OWNER_WATCHDOG_CODE = r"""
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+data = b""
+while True:
+    chunk = os.read(0, 1024)
+    if not chunk:
+        break
+    data += chunk
+if b"done" not in data:
+    os.execve(sys.argv[1], sys.argv[1:], os.environ)
+"""
+
+
+class OwnerWatchdog:
+    """Run ``cleanup`` (an argv, absolute program path first) once this process dies, unless
+    :meth:`dismiss` was called first — the guarantee for things a process cannot remove when
+    it is SIGKILLed (daemons that outlive it, temporary folders).
+
+    The watchdog runs in its own session (Ctrl-C and a ``killpg`` of the owner's group miss
+    it) with ``env`` (default :func:`child_env`). Same pipe protocol as
+    :mod:`infra.netns`'s namespace watchdog. Used by :mod:`infra.slurm` (notebook 11).
+    """
+
+    def __init__(self, cleanup: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        if not cleanup or not os.path.isabs(cleanup[0]):
+            raise ValueError(f"cleanup must start with an absolute program path, got {list(cleanup)!r}")
+        read_end, self._write_end = os.pipe()  # both non-inheritable: only the watchdog gets one
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-S", "-c", _OWNER_WATCHDOG_CODE, *cleanup],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=dict(env) if env is not None else child_env(),
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            os.close(read_end)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def dismiss(self) -> None:
+        """The owner cleaned up itself: the watchdog exits without running anything."""
+        if self._write_end >= 0:
+            with suppress(OSError):
+                os.write(self._write_end, b"done")
+            os.close(self._write_end)
+            self._write_end = -1
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
 
 
 # --------------------------------------------------------------------------------------------
