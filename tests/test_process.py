@@ -120,3 +120,37 @@ def test_run_program_runs_a_file_and_reads_its_result(tmp_path) -> None:
     assert result.ok and result.result == {"twice": 42}
     with pytest.raises(FileNotFoundError, match="writefile"):
         run_program(tmp_path / "missing.py")
+
+
+# --------------------------------------------------------------------------------------------
+# OwnerWatchdog: the clean-up that runs when its owner dies (infra.slurm, notebook 11)
+# --------------------------------------------------------------------------------------------
+_OWNER = """
+import sys, time
+from infra.process import OwnerWatchdog
+w = OwnerWatchdog([sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('cleaned')", sys.argv[1]])
+if sys.argv[2] == "dismiss":
+    w.dismiss()
+print(w.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("how", ["sigkill", "dismiss"])
+def test_owner_watchdog_runs_the_clean_up_only_when_its_owner_dies_undismissed(tmp_path, how) -> None:
+    marker = tmp_path / "cleaned"
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(marker), how], stdout=subprocess.PIPE, text=True,
+                             env=process.child_env())
+    watchdog = int(owner.stdout.readline())
+    owner.kill()
+    owner.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _alive(watchdog) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(watchdog)
+    assert marker.exists() == (how == "sigkill")
+
+
+def test_owner_watchdog_wants_an_absolute_program() -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        process.OwnerWatchdog(["python", "-c", "pass"])
