@@ -12,6 +12,8 @@ child is ended by :func:`stop_child`: SIGTERM to the group, a grace period, then
 - :func:`run_until` — run a script and SIGKILL it when a line it prints matches, as a crash
   would stop it (notebook 04's ``BackupAndRestore``);
 - :class:`infra.cluster.LocalCluster` starts and stops its workers with the same functions.
+- :class:`OwnerWatchdog` — run a clean-up command when this process dies without saying it
+  is done (SIGKILL, a killed kernel): :mod:`infra.slurm` removes its daemons and files with it.
 
 Whatever happens — success, error, timeout, KeyboardInterrupt — nothing outlives the call.
 Introduced in notebook 00 (``run_python``). No TensorFlow import.

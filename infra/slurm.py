@@ -13,22 +13,28 @@ API::
 
     with SlurmCluster(nodes=2) as cluster:          # ~1-2 s to start
         cluster.run(["srun", "-N", "2", "hostname"]).stdout
+        cluster.address("node2")                     # '10.213.0.3' (or '127.0.0.1')
         cluster.env                                  # {"SLURM_CONF": ".../slurm.conf"}
         cluster.logs()["slurmd.node1"]
 
-- All nodes are on loopback (``NodeAddr=127.0.0.1``), each ``slurmd`` on its own port
-  (``slurmd -N node1``; Debian's build supports several per host). ``label`` says so.
+- Where network namespaces work (root, iproute2: :func:`infra.netns.network_problem`), every
+  node is a host of an :class:`infra.netns.VirtualNetwork` with its own address and a link
+  ``tc`` can shape (``rate``, ``delay``), and ``slurmctld`` runs on a ``login`` host of its
+  own, where :meth:`SlurmCluster.run` also runs the commands (``nsenter --net``): Slurm's
+  usual ports, as on separate machines. Elsewhere (or ``network=False``) all nodes are on
+  loopback (``NodeAddr=127.0.0.1``), each ``slurmd`` on its own port. One ``slurmd -N nodeK``
+  per node either way (Debian's build supports several per host); ``label`` says which.
 - Plugins that need nothing from the machine: ``proctrack/linuxproc``, ``task/none``,
   ``select/cons_tres``, no accounting database. Finished jobs are recorded by
   ``jobcomp/filetxt``; ``sacct -c`` (``--completion``) reads that record, plain ``sacct``
   answers "accounting storage is disabled" (it needs ``slurmdbd``).
 - Clean-up is absolute: leaving the ``with`` block, an error or Ctrl-C stops the daemons,
   kills every process that belongs to the cluster (``slurmstepd``, job steps, clients
-  pointed at it) and deletes the folder. A watchdog (:class:`infra.process.OwnerWatchdog`)
+  pointed at it), deletes the folder and the namespaces. A watchdog (:class:`infra.process.OwnerWatchdog`)
   does the same when the creator dies in any way, SIGKILL included, and
   :func:`reap_orphans` (called by every new cluster) removes what a dead owner left if the
-  watchdog died too. The daemons also get SIGTERM when their creator dies
-  (:func:`infra.process.start_child`).
+  watchdog died too (the namespaces have :mod:`infra.netns`'s own watchdog). The daemons
+  also get SIGTERM when their creator dies (:func:`infra.process.start_child`).
 - :func:`slurm_problem` says in one line what is missing (not Linux, not root, Slurm or munge
   not installed) and the command that installs it (``make slurm``).
 
@@ -53,7 +59,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from infra import netns
 from infra.cluster import free_ports
+from infra.netns import VirtualNetwork
 from infra.process import OwnerWatchdog, ProcessResult, run_command, start_child, stop_children
 from utils.config import PROJECT_ROOT
 
@@ -61,7 +69,9 @@ __all__ = [
     "COMMANDS",
     "INSTALL_HINT",
     "LABEL",
+    "LOGIN",
     "MAX_NODES",
+    "NETNS_LABEL",
     "SlurmCluster",
     "SlurmStartError",
     "cluster_processes",
@@ -75,6 +85,8 @@ __all__ = [
 MAX_NODES = 4
 """At most this many ``slurmd`` on one machine (each node runs TensorFlow tasks in notebook 11)."""
 LABEL = "loopback: every node on 127.0.0.1 with its own port"
+NETNS_LABEL = "virtual network: every node its own namespace and address (links shaped with tc)"
+LOGIN = "login"  # the host of slurmctld and of the commands, with a namespace of its own too
 PREFIX = "course-slurm-"
 COMMANDS = ("munged", "munge", "slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sinfo", "squeue",
             "scontrol", "sacct")
@@ -135,18 +147,25 @@ def slurm_conf(
     node_ports: Sequence[int],
     cpus: int = 2,
     address: str = "127.0.0.1",
+    node_addresses: Sequence[str] | None = None,
 ) -> str:
     """The text of ``slurm.conf`` for a cluster whose files all live under ``root``.
 
     ``hostname`` is this machine's short name: ``slurmctld`` refuses to start on a host
     that ``SlurmctldHost`` does not name, and every ``slurmd -N nodeK`` checks that its
-    ``NodeHostname`` is this host. Each node gets ``address`` and its own port.
-    ``config_overrides`` lets several nodes each claim ``cpus`` of the same CPUs.
+    ``NodeHostname`` is this host. The controller listens on ``address:ctld_port``, node K on
+    ``node_addresses[K]`` (default: all on ``address``) and ``node_ports[K]``; nodes that share
+    an address need their own ports. ``config_overrides`` lets several nodes each claim
+    ``cpus`` of the same CPUs.
     """
     root = Path(root)
     ports = [int(p) for p in node_ports]
-    if len(ports) != len(nodes) or len(set(ports) | {int(ctld_port)}) != len(ports) + 1:
-        raise ValueError(f"need {len(nodes)} distinct node ports, not the controller's: {ctld_port}, {ports}")
+    addrs = list(node_addresses) if node_addresses is not None else [address] * len(nodes)
+    if len(ports) != len(nodes) or len(addrs) != len(nodes):
+        raise ValueError(f"need a port and an address for each of the {len(nodes)} nodes: {ports}, {addrs}")
+    endpoints = [(address, int(ctld_port)), *zip(addrs, ports, strict=True)]
+    if len(set(endpoints)) != len(endpoints):
+        raise ValueError(f"nodes on one address need distinct ports, not the controller's: {endpoints}")
     if not all(0 < p < 65536 for p in [*ports, int(ctld_port)]):
         raise ValueError(f"ports must be 1..65535: {ctld_port}, {ports}")
     if not nodes or len(set(nodes)) != len(nodes) or not all(re.fullmatch(r"[a-z][a-z0-9]*", n) for n in nodes):
@@ -188,8 +207,8 @@ def slurm_conf(
         "MinJobAge=300",
         "MailProg=/bin/true",
     ]
-    for name, port in zip(nodes, ports, strict=True):
-        lines.append(f"NodeName={name} NodeAddr={address} NodeHostname={hostname} Port={port} CPUs={cpus} State=UNKNOWN")
+    for name, addr, port in zip(nodes, addrs, ports, strict=True):
+        lines.append(f"NodeName={name} NodeAddr={addr} NodeHostname={hostname} Port={port} CPUs={cpus} State=UNKNOWN")
     lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
@@ -313,18 +332,24 @@ def _stop_all_live() -> None:  # a normal interpreter exit, also after KeyboardI
 class SlurmCluster:
     """munged, slurmctld and ``nodes`` slurmd daemons with private files (see module doc).
 
-    ``cpus`` is what each node offers to jobs (they share this machine's CPUs). Start it with
-    ``with SlurmCluster(2) as cluster:`` (or :meth:`start` and :meth:`stop`); ``start``
-    returns when ``sinfo`` shows every node idle. Used in notebook 11 and ``make slurm``.
+    ``cpus`` is what each node offers to jobs (they share this machine's CPUs). ``network``:
+    ``True`` puts every node (and a ``login`` host for the controller and the commands) in its
+    own network namespace of :mod:`infra.netns` with links of ``rate``/``delay``; ``False``
+    keeps all on loopback; ``None`` (default) uses namespaces where they work and says in
+    :attr:`loopback_reason` why not. Start it with ``with SlurmCluster(2) as cluster:`` (or
+    :meth:`start` and :meth:`stop`); ``start`` returns when ``sinfo`` shows every node idle.
+    Used in notebook 11 and ``make slurm``.
     """
 
-    label = LABEL
-
-    def __init__(self, nodes: int = 2, *, cpus: int = 2, start_timeout: float = 60.0) -> None:
+    def __init__(self, nodes: int = 2, *, cpus: int = 2, start_timeout: float = 60.0, network: bool | None = None,
+                 rate: str | float | None = None, delay: str | float | None = None) -> None:
         self.nodes = node_names(nodes)
         if cpus < 1:
             raise ValueError(f"cpus must be >= 1, got {cpus}")
         self.cpus = cpus
+        self.network, self._link = network, {"rate": rate, "delay": delay}
+        self.net: VirtualNetwork | None = None
+        self.loopback_reason: str | None = None
         self.start_timeout = start_timeout
         self.root: Path | None = None
         self.hostname = socket.gethostname().split(".")[0]
@@ -356,11 +381,26 @@ class SlurmCluster:
         """What a command needs to talk to this cluster: ``{"SLURM_CONF": ...}``."""
         return {"SLURM_CONF": str(self.conf_path)}
 
+    @property
+    def label(self) -> str:
+        """How the nodes are connected: :data:`LABEL` or :data:`NETNS_LABEL` (for figures)."""
+        return NETNS_LABEL if self.net is not None else LABEL
+
     def address(self, node: str) -> str:
-        """The node's ``NodeAddr`` (what a resolver must map its name to)."""
-        if node not in self.nodes:
+        """The node's ``NodeAddr`` (what a resolver must map its name to); ``"login"`` is the
+        controller's host."""
+        if node not in self.nodes and not (node == LOGIN and self.net is not None):
             raise KeyError(f"no node {node!r}; the nodes are {self.nodes}")
-        return "127.0.0.1"
+        return self.net.address(node) if self.net is not None else "127.0.0.1"
+
+    def command(self, argv: Sequence[str], host: str = LOGIN) -> list[str]:
+        """``argv`` prefixed to run on ``host`` (default: the login host, where commands such as
+        ``sbatch`` run); unchanged on loopback. ``nsenter --net`` rather than ``ip netns exec``:
+        the latter mounts a fresh ``/sys`` without ``/sys/fs/cgroup``, and slurmd will not start."""
+        if self.net is None:
+            return list(argv)
+        self.address(host)
+        return [_tool("nsenter") or "nsenter", f"--net=/run/netns/{self.net.namespace(host)}", *argv]
 
     def start(self) -> SlurmCluster:
         """Write the files and start the daemons; on any error remove everything again."""
@@ -381,6 +421,7 @@ class SlurmCluster:
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
+            self._make_network()
             self._write_files()
             self._start_daemons()
             self.wait_idle(self.start_timeout)
@@ -399,13 +440,16 @@ class SlurmCluster:
         # for the munge socket that is already gone
         slurmds = [p for name, p in self._daemons.items() if name.startswith("slurmd.")]
         for group in (slurmds, [self._daemons.get("slurmctld")], [self._daemons.get("munged")]):
-            stop_children([p for p in group if p is not None], grace_seconds=3.0)
+            stop_children([p for p in group if p is not None], grace_seconds=1.0)  # its state is deleted anyway
         spare = [self._watchdog.pid] if self._watchdog is not None else []
         remove_cluster(self.root, spare)
         if self._watchdog is not None:
             self._watchdog.dismiss()
             self._watchdog = None
         self._daemons.clear()
+        if self.net is not None:
+            self.net.destroy()  # its own watchdog covers a dead owner
+            self.net = None
         self.root = None
         with _LIVE_LOCK:
             _LIVE.discard(self)
@@ -414,6 +458,18 @@ class SlurmCluster:
         if self.root is None:
             raise RuntimeError("the cluster is not running (use it inside 'with SlurmCluster(...)')")
         return self.root
+
+    def _make_network(self) -> None:
+        if self.network is False:
+            self.loopback_reason = "network=False"
+            return
+        problem = netns.network_problem() or (None if _tool("nsenter") else "the 'nsenter' command (util-linux) is missing")
+        if problem and self.network:
+            raise SlurmStartError(f"no network namespaces for the nodes: {problem}")
+        if problem:
+            self.loopback_reason = problem
+            return
+        self.net = netns.VirtualNetwork([LOGIN, *self.nodes], **self._link).create()
 
     def _write_files(self) -> None:
         root = self._require_root()
@@ -426,10 +482,14 @@ class SlurmCluster:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         (root / "plugstack.conf").write_text("")
-        ctld_port, *node_ports = free_ports(1 + len(self.nodes))
+        if self.net is None:  # one address: every daemon its own free port
+            ctld_port, *node_ports = free_ports(1 + len(self.nodes))
+        else:  # own addresses: Slurm's usual ports, as on separate machines
+            ctld_port, node_ports = 6817, [6818] * len(self.nodes)
         self.conf_path.write_text(
             slurm_conf(root, self.nodes, hostname=self.hostname, ctld_port=ctld_port, node_ports=node_ports,
-                       cpus=self.cpus)
+                       cpus=self.cpus, address=self.address(LOGIN) if self.net else "127.0.0.1",
+                       node_addresses=[self.address(n) for n in self.nodes])
         )
 
     def _daemon_env(self) -> dict[str, str]:
@@ -447,7 +507,7 @@ class SlurmCluster:
                                f"--key-file={root / 'secret' / 'munge.key'}", f"--seed-file={root / 'secret' / 'seed'}",
                                f"--pid-file={root / 'munge' / 'munged.pid'}", f"--log-file={root / 'log' / 'munged.log'}"])
         self._wait(lambda: sock.exists(), 20, "munged did not create its socket")
-        self._start("slurmctld", [_tool("slurmctld") or "slurmctld", "-D", "-f", str(self.conf_path)])
+        self._start("slurmctld", self.command([_tool("slurmctld") or "slurmctld", "-D", "-f", str(self.conf_path)]))
         for node in self.nodes:
             self.start_node(node)
 
@@ -457,8 +517,8 @@ class SlurmCluster:
         old = self._daemons.get(f"slurmd.{node}")
         if old is not None and old.poll() is None:
             raise RuntimeError(f"the slurmd of {node} is running already")
-        self._start(f"slurmd.{node}", [_tool("slurmd") or "slurmd", "-D", "-N", node, "-f", str(self.conf_path)],
-                    env={NODE_MARK: f"{self._require_root()}/{node}"})
+        self._start(f"slurmd.{node}", self.command([_tool("slurmd") or "slurmd", "-D", "-N", node, "-f",
+                                                   str(self.conf_path)], node), env={NODE_MARK: f"{self._require_root()}/{node}"})
 
     def kill_node(self, node: str) -> None:
         """SIGKILL the ``slurmd`` of ``node``, as if the machine had died (its job steps are
@@ -502,7 +562,7 @@ class SlurmCluster:
             cwd: str | os.PathLike[str] | None = None) -> ProcessResult:
         """Run a Slurm command (``srun``, ``sbatch``, ...) against this cluster, killed after
         ``timeout`` seconds; ``env`` adds variables."""
-        return run_command(list(argv), env={**self.env, **(env or {})}, timeout=timeout, cwd=cwd)
+        return run_command(self.command(argv), env={**self.env, **(env or {})}, timeout=timeout, cwd=cwd)
 
     def logs(self) -> dict[str, str]:
         """Every log of the cluster: ``{"slurmctld": ..., "slurmd.node1": ..., "munged": ...}``

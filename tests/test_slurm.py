@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import slurm
+from infra import netns, slurm
 from infra.slurm import (
     INSTALL_HINT,
     SlurmCluster,
@@ -93,9 +93,9 @@ def test_the_plugins_need_nothing_from_the_machine(tmp_path):
 @pytest.mark.parametrize(
     "kw, words",
     [
-        ({"node_ports": [7001, 7001]}, "distinct"),
-        ({"node_ports": [7000, 7001]}, "distinct"),  # the controller's port
-        ({"node_ports": [7001]}, "distinct"),
+        ({"node_ports": [7001, 7001]}, "distinct ports"),
+        ({"node_ports": [7000, 7001]}, "distinct ports"),  # the controller's port
+        ({"node_ports": [7001]}, "each of the 2"),
         ({"node_ports": [7001, 70000]}, "1..65535"),
         ({"cpus": 0}, "cpus"),
         ({"nodes": ["node1", "node1"]}, "distinct"),
@@ -185,13 +185,23 @@ def _assert_nothing_left(root: Path, seconds: float = 15) -> None:
     assert not root.exists()
 
 
+NETWORK = [False, pytest.param(True, marks=pytest.mark.skipif(
+    netns.network_problem() is not None, reason=f"no network namespaces here: {netns.network_problem()}"))]
+
+
 @needs_slurm
 @pytest.mark.slow
-def test_srun_runs_on_both_nodes_and_nothing_is_left():
-    with SlurmCluster(2) as cluster:
+@pytest.mark.parametrize("network", NETWORK, ids=["loopback", "namespaces"])
+def test_srun_runs_on_both_nodes_and_nothing_is_left(network):
+    with SlurmCluster(2, network=network) as cluster:
         root = cluster.root
+        assert (cluster.label == slurm.NETNS_LABEL) == network
         assert cluster.munge_socket.is_socket()
         assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+        where = cluster.run(["srun", "-N", "2", "bash", "-c", "echo $SLURMD_NODENAME $(hostname -I)"])
+        this_machine = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.strip()
+        expected = [f"{n} {cluster.address(n) if network else this_machine}" for n in cluster.nodes]
+        assert sorted(line.strip() for line in where.stdout.splitlines()) == expected, where
         result = cluster.run(["srun", "-N", "2", "-n", "4", "bash", "-c",
                               "echo $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE"],
                              timeout=60)
@@ -200,10 +210,10 @@ def test_srun_runs_on_both_nodes_and_nothing_is_left():
         assert lines == [f"{rank} node{1 + rank // 2} node[1-2] 2(x2)" for rank in range(4)], lines
         assert sorted(cluster.run(["srun", "-N", "2", "hostname"]).stdout.split()) == [cluster.hostname] * 2
         sacct = cluster.run(["sacct", "-c", "-n", "-P", "-o", "jobid,state,nnodes"])
-        assert sacct.stdout.split() == ["1|COMPLETED|2", "2|COMPLETED|2"], sacct.stdout + sacct.stderr
+        assert sacct.stdout.split() == ["1|COMPLETED|2", "2|COMPLETED|2", "3|COMPLETED|2"], sacct.stdout + sacct.stderr
     assert not cluster.alive
     _assert_nothing_left(root)
-    assert leftovers(owner=os.getpid()) == []
+    assert leftovers(owner=os.getpid()) == [] and netns.leftovers(owner=os.getpid()) == []
 
 
 @needs_slurm
@@ -254,3 +264,7 @@ def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
         proc.kill()
     proc.wait(timeout=30)
     _assert_nothing_left(root)
+    deadline = time.monotonic() + 15
+    while netns.leftovers(owner=proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert netns.leftovers(owner=proc.pid) == []
