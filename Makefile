@@ -9,7 +9,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
 TB_PORT   ?= 6006
 
-.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint horovod bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint horovod slurm bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -39,6 +39,10 @@ test-horovod: venv
 
 horovod: venv
 	bash tools/setup_horovod.sh
+
+# Slurm and munge for notebook 11 (apt-get, as root), then a check: a 2-node local cluster runs srun -N 2 hostname.
+slurm: venv
+	CHECK=1 PYTHON=$(PY) bash tools/setup_slurm.sh
 
 # Full settings, executed copies and HTML in build/ (takes a while on a CPU).
 # (one notebook at a time, 07 in its own kernel: see tools/run_full.sh)

@@ -67,9 +67,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import psutil
-
-from infra.watchdog import OwnerGuard, start_time
+from infra.watchdog import OwnerGuard, owner_alive, owner_tag
 
 __all__ = [
     "LOOPBACK_LABEL",
@@ -275,7 +273,7 @@ def network_problem(*, probe: bool = True) -> str | None:
 
 
 def _probe_namespace() -> str | None:
-    name = f"{PREFIX}-{_owner_tag()}-{next(_COUNTER)}-sw"
+    name = f"{PREFIX}-{owner_tag()}-{next(_COUNTER)}-sw"
     try:
         result = subprocess.run([_ip(), "netns", "add", name], capture_output=True, text=True, timeout=20)
         if result.returncode != 0:
@@ -313,21 +311,6 @@ def _tc() -> str:
 _COUNTER = itertools.count()
 
 
-def _start_time(pid: int) -> int | None:
-    """The process's start time in 1/100 s since boot (short enough for a namespace's name)."""
-    started = start_time(pid)
-    return None if started is None else round((started - psutil.boot_time()) * 100)
-
-
-def _owner_tag(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}-{_start_time(pid) or 0}"
-
-
-def _owner_alive(pid: int, start: int) -> bool:
-    return _start_time(pid) == start  # a reused pid has another start time
-
-
 def _list_namespaces() -> list[str]:
     """Names of all network namespaces ``ip netns`` knows (ours start with ``crs-``)."""
     try:
@@ -356,7 +339,7 @@ def reap_orphans() -> list[str]:
     for name in leftovers():
         match = _NAME_RE.match(name)
         assert match is not None
-        if not _owner_alive(int(match.group(1)), int(match.group(2))):
+        if not owner_alive(int(match.group(1)), int(match.group(2))):
             dead.append(name)
     _delete_namespaces(dead)
     return dead
@@ -595,7 +578,7 @@ class VirtualNetwork(_RunsOnHosts):
             raise NetworkUnavailableError(problem)
         reap_orphans()
         self.subnet = _choose_subnet(self._subnet_arg, len(self.labels))
-        base = f"{PREFIX}-{_owner_tag()}-{next(_COUNTER)}"
+        base = f"{PREFIX}-{owner_tag()}-{next(_COUNTER)}"
         self._switch = f"{base}-sw"
         addresses = list(self.subnet.hosts())
         for i, label in enumerate(self.labels):

@@ -132,6 +132,25 @@ def start_time(pid: int) -> float | None:
         return None
 
 
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in 1/100 s since boot: short enough for a folder's or namespace's name."""
+    import psutil
+
+    started = start_time(pid)
+    return None if started is None else round((started - psutil.boot_time()) * 100)
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``"<pid>-<start ticks>"``: names a process for the things it owns (namespaces, cluster
+    folders), so that :func:`owner_alive` can tell later whether the owner is still there."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{start_ticks(pid) or 0}"
+
+
+def owner_alive(pid: int, ticks: int) -> bool:
+    return start_ticks(pid) == ticks  # a reused pid has another start time
+
+
 def _guardian(cleanup: str, args: list[str]) -> None:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)

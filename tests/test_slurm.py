@@ -1,0 +1,272 @@
+"""Tests for infra.slurm: the configuration writer, the checks, the clean-up, a real cluster.
+
+The tests that start daemons need root and Debian's ``slurm-wlm`` and ``munge`` (``make slurm``
+installs them); elsewhere they are skipped with the one line :func:`infra.slurm.slurm_problem`
+gives. No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from infra import netns, slurm
+from infra.slurm import (
+    INSTALL_HINT,
+    SlurmCluster,
+    SlurmStartError,
+    cluster_processes,
+    leftovers,
+    node_names,
+    reap_orphans,
+    remove_cluster,
+    slurm_conf,
+    slurm_problem,
+)
+from infra.watchdog import owner_tag
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = slurm_problem()
+needs_slurm = pytest.mark.skipif(PROBLEM is not None, reason=f"no local Slurm cluster here: {PROBLEM}")
+
+
+def _conf(tmp_path: Path, nodes: int = 2, **kw) -> dict[str, list[str]]:
+    """The written slurm.conf as ``{key: [values]}`` (NodeName lines: one value per node)."""
+    text = slurm_conf(tmp_path, node_names(nodes), hostname="vm", ctld_port=7000,
+                      node_ports=[7001 + i for i in range(nodes)], **kw)
+    parsed: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            parsed.setdefault(key, []).append(value)
+    return parsed
+
+
+# --------------------------------------------------------------------------------------------
+# The configuration writer
+# --------------------------------------------------------------------------------------------
+def test_node_names_and_their_limits():
+    assert node_names(2) == ["node1", "node2"]
+    assert node_names(slurm.MAX_NODES)[-1] == f"node{slurm.MAX_NODES}"
+    for bad in (0, slurm.MAX_NODES + 1, 2.0, True, "2"):
+        with pytest.raises(ValueError, match="whole number"):
+            node_names(bad)
+
+
+def test_every_file_of_the_cluster_is_under_its_folder(tmp_path):
+    conf = _conf(tmp_path)
+    paths = {key: v[0] for key, v in conf.items() if key.endswith(("Location", "Dir", "File", "Config", "Loc"))}
+    assert set(paths) >= {"StateSaveLocation", "SlurmdSpoolDir", "SlurmctldPidFile", "SlurmdPidFile",
+                          "SlurmctldLogFile", "SlurmdLogFile", "PlugStackConfig", "JobCompLoc"}
+    for key, path in paths.items():
+        assert path.startswith(f"{tmp_path}/"), (key, path)
+    assert conf["AuthInfo"] == [f"socket={tmp_path}/munge/munge.socket"]  # never the host's /run/munge
+    # several slurmd on one host: per-node spool, pid and log files
+    assert all("%n" in paths[k] for k in ("SlurmdSpoolDir", "SlurmdPidFile", "SlurmdLogFile"))
+
+
+def test_nodes_share_an_address_and_have_their_own_ports(tmp_path):
+    conf = _conf(tmp_path, nodes=3, cpus=1)
+    nodes = [dict(item.split("=", 1) for item in ("NodeName=" + line).split()) for line in conf["NodeName"]]
+    assert [n["NodeName"] for n in nodes] == ["node1", "node2", "node3"]
+    assert {n["NodeAddr"] for n in nodes} == {"127.0.0.1"}
+    assert [n["Port"] for n in nodes] == ["7001", "7002", "7003"]
+    assert {n["NodeHostname"] for n in nodes} == {"vm"} and {n["CPUs"] for n in nodes} == {"1"}
+    assert conf["SlurmctldHost"] == ["vm(127.0.0.1)"] and conf["SlurmctldPort"] == ["7000"]
+
+
+def test_the_plugins_need_nothing_from_the_machine(tmp_path):
+    conf = {k: v[0] for k, v in _conf(tmp_path).items()}
+    assert conf["ProctrackType"] == "proctrack/linuxproc" and conf["TaskPlugin"] == "task/none"
+    assert conf["SelectType"] == "select/cons_tres"
+    assert conf["AccountingStorageType"] == "accounting_storage/none"  # no slurmdbd
+    assert conf["JobCompType"] == "jobcomp/filetxt"  # what sacct -c reads
+
+
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"node_ports": [7001, 7001]}, "distinct ports"),
+        ({"node_ports": [7000, 7001]}, "distinct ports"),  # the controller's port
+        ({"node_ports": [7001]}, "each of the 2"),
+        ({"node_ports": [7001, 70000]}, "1..65535"),
+        ({"cpus": 0}, "cpus"),
+        ({"nodes": ["node1", "node1"]}, "distinct"),
+        ({"nodes": ["Node 1", "node2"]}, "lower-case"),
+    ],
+)
+def test_bad_configurations_are_refused(tmp_path, kw, words):
+    args = {"nodes": ["node1", "node2"], "hostname": "vm", "ctld_port": 7000, "node_ports": [7001, 7002], **kw}
+    nodes = args.pop("nodes")
+    with pytest.raises(ValueError, match=words):
+        slurm_conf(tmp_path, nodes, **args)
+
+
+# --------------------------------------------------------------------------------------------
+# Can it run here?
+# --------------------------------------------------------------------------------------------
+def test_slurm_problem_names_what_is_missing_and_how_to_install_it(monkeypatch):
+    monkeypatch.delenv("COURSE_NO_SLURM", raising=False)
+    monkeypatch.setattr(slurm.sys, "platform", "linux")
+    monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
+    monkeypatch.setattr(slurm.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(slurm, "_tool", lambda name: None if name in ("slurmd", "munged") else f"/usr/bin/{name}")
+    problem = slurm_problem()
+    assert problem is not None and "munged, slurmd" in problem and INSTALL_HINT in problem
+    assert "\n" not in problem
+    monkeypatch.setattr(slurm.os, "geteuid", lambda: 1000)
+    assert "root" in slurm_problem()
+    monkeypatch.setenv("COURSE_NO_SLURM", "1")
+    assert "COURSE_NO_SLURM" in slurm_problem()
+
+
+def test_a_cluster_that_cannot_start_here_says_why_and_leaves_nothing(monkeypatch):
+    monkeypatch.setenv("COURSE_NO_SLURM", "1")
+    before = leftovers(owner=os.getpid())
+    with pytest.raises(SlurmStartError, match="COURSE_NO_SLURM"):
+        SlurmCluster(2).start()
+    assert leftovers(owner=os.getpid()) == before
+
+
+# --------------------------------------------------------------------------------------------
+# Clean-up without Slurm: processes that name the folder, their children, the folder
+# --------------------------------------------------------------------------------------------
+def _fake_cluster(tmp_path: Path, owner: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    """A folder named like a cluster's, and a "daemon" that names it in its environment and
+    has a child that does not (as slurmstepd's job steps)."""
+    root = tmp_path / f"{slurm.PREFIX}{owner}-abc"
+    root.mkdir()
+    daemon = subprocess.Popen(["bash", "-c", "sleep 300 & wait"], env={**os.environ, "SLURM_CONF": f"{root}/slurm.conf"},
+                              start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(cluster_processes(root)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(cluster_processes(root)) == 2  # bash and its sleep
+    return root, daemon
+
+
+def test_remove_cluster_kills_what_names_the_folder_and_its_children(tmp_path):
+    root, daemon = _fake_cluster(tmp_path, "1-1")
+    remove_cluster(root)
+    assert daemon.wait(timeout=10) == -signal.SIGKILL
+    assert cluster_processes(root) == [] and not root.exists()
+    remove_cluster(root)  # idempotent
+
+
+def test_reap_orphans_removes_dead_owners_clusters_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(slurm.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead_root, dead_daemon = _fake_cluster(tmp_path, "999999999-1")  # no such pid
+    live_root, live_daemon = _fake_cluster(tmp_path, owner_tag())
+    try:
+        assert reap_orphans() == [dead_root]
+        assert dead_daemon.wait(timeout=10) == -signal.SIGKILL and not dead_root.exists()
+        assert live_root.exists() and live_daemon.poll() is None
+        assert leftovers(owner=os.getpid()) == [live_root]
+    finally:
+        remove_cluster(live_root)
+
+
+# --------------------------------------------------------------------------------------------
+# A real cluster
+# --------------------------------------------------------------------------------------------
+def _assert_nothing_left(root: Path, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while (root.exists() or cluster_processes(root)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster_processes(root) == []
+    assert not (root / "munge" / "munge.socket").exists()
+    assert not root.exists()
+
+
+NETWORK = [False, pytest.param(True, marks=pytest.mark.skipif(
+    netns.network_problem() is not None, reason=f"no network namespaces here: {netns.network_problem()}"))]
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.parametrize("network", NETWORK, ids=["loopback", "namespaces"])
+def test_srun_runs_on_both_nodes_and_nothing_is_left(network):
+    with SlurmCluster(2, network=network) as cluster:
+        root = cluster.root
+        assert (cluster.label == slurm.NETNS_LABEL) == network
+        assert cluster.munge_socket.is_socket()
+        assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+        where = cluster.run(["srun", "-N", "2", "bash", "-c", "echo $SLURMD_NODENAME $(hostname -I)"])
+        this_machine = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.strip()
+        expected = [f"{n} {cluster.address(n) if network else this_machine}" for n in cluster.nodes]
+        assert sorted(line.strip() for line in where.stdout.splitlines()) == expected, where
+        result = cluster.run(["srun", "-N", "2", "-n", "4", "bash", "-c",
+                              "echo $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE"],
+                             timeout=60)
+        assert result.ok, result.tail()
+        lines = sorted(result.stdout.splitlines())
+        assert lines == [f"{rank} node{1 + rank // 2} node[1-2] 2(x2)" for rank in range(4)], lines
+        assert sorted(cluster.run(["srun", "-N", "2", "hostname"]).stdout.split()) == [cluster.hostname] * 2
+        sacct = cluster.run(["sacct", "-c", "-n", "-P", "-o", "jobid,state,nnodes"])
+        assert sacct.stdout.split() == ["1|COMPLETED|2", "2|COMPLETED|2", "3|COMPLETED|2"], sacct.stdout + sacct.stderr
+    assert not cluster.alive
+    _assert_nothing_left(root)
+    assert leftovers(owner=os.getpid()) == [] and netns.leftovers(owner=os.getpid()) == []
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_a_daemon_that_fails_to_start_is_reported_and_everything_removed(monkeypatch):
+    real = slurm.slurm_conf
+    monkeypatch.setattr(slurm, "slurm_conf", lambda *a, **kw: real(*a, **kw).replace("cons_tres", "no_such_plugin"))
+    with pytest.raises(SlurmStartError, match="slurmctld") as failed:
+        SlurmCluster(2, start_timeout=30).start()
+    assert "no_such_plugin" in str(failed.value)
+    assert leftovers(owner=os.getpid()) == []
+
+
+CREATOR = """
+import sys, time
+from infra.slurm import SlurmCluster
+cluster = SlurmCluster(2).start()
+job = cluster.run(["sbatch", "-N", "2", "-o", "/dev/null", "--wrap", "srun sleep 300"], cwd=cluster.root)
+assert job.ok, job.stderr
+deadline = time.monotonic() + 30
+while cluster.run(["squeue", "-h", "-s", "-o", "%i"]).stdout.split().count("1.0") == 0:  # the step runs
+    assert time.monotonic() < deadline, "the job step did not start"
+    time.sleep(0.1)
+print(cluster.root, flush=True)
+if sys.argv[1] == "fail":
+    with cluster:
+        raise SystemExit("failed on purpose")
+time.sleep(300)
+"""
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["fail", "ctrl-c", "sigterm", "sigkill"])
+def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CREATOR), "fail" if how == "fail" else "wait"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    root = Path(proc.stdout.readline().strip())
+    assert re.search(rf"/{slurm.PREFIX}{proc.pid}-", str(root)), proc.stderr.read() if proc.poll() is not None else root
+    steps = [pid for pid in cluster_processes(root) if "sleep" in " ".join(psutil.Process(pid).cmdline())]
+    assert len(steps) >= 2, "the job's step is not running on both nodes"
+    if how == "ctrl-c":
+        proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: atexit stops the cluster
+    elif how == "sigterm":
+        proc.send_signal(signal.SIGTERM)  # no Python clean-up at all: the watchdog's job
+    elif how == "sigkill":
+        proc.kill()
+    proc.wait(timeout=30)
+    _assert_nothing_left(root)
+    deadline = time.monotonic() + 15
+    while netns.leftovers(owner=proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert netns.leftovers(owner=proc.pid) == []
