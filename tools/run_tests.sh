@@ -20,7 +20,7 @@
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
 #   tools/run_tests.sh unit      unit tests only (make test-unit)
-#   tools/run_tests.sh notebooks notebooks 00-06, 08-10 and the Colab rehearsal (make test-notebooks)
+#   tools/run_tests.sh notebooks notebooks 00-06, 08-11 and the Colab rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
 #   tools/run_tests.sh second     the second stream of `all`: notebook 09, GPU rehearsals, Colab
 #                                 rehearsal (COURSE_SOURCE_TREE: the git checkout to clone)
@@ -67,14 +67,12 @@ trap stop_build EXIT
 trap 'exit 130' INT TERM
 
 run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
-wait_slurm() { # wait_slurm PID: the Slurm install for notebook 11 (tools/setup_slurm.sh) has ended
-    local rc=0
-    wait "$1" || rc=$?
+slurm_result() { # slurm_result RC: after tools/setup_slurm.sh (Slurm for notebook 11) ended with RC
     cat "$SLURM_LOG"
-    if ((rc == 3)); then
+    if (($1 == 3)); then
         echo "run_tests: Slurm cannot be installed here (reason above): notebook 11 shows its scripts only"
-    elif ((rc != 0)); then
-        exit "$rc"
+    elif (($1 != 0)); then
+        exit "$1"
     fi
 }
 run_notebooks() { # run_notebooks NOTEBOOK...
@@ -118,8 +116,9 @@ case "$STAGE" in
     unit) run_unit ;;
     notebooks)
         if [[ -f tools/setup_slurm.sh ]]; then
-            bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
-            wait_slurm $!
+            rc=0
+            bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 || rc=$?
+            slurm_result "$rc"
         fi
         run_notebooks "${MAIN_NBS[@]}"
         rc=0
@@ -170,7 +169,12 @@ case "$STAGE" in
             slurm_pid=$!
         fi
         run_unit
-        if [[ -n "$slurm_pid" ]]; then wait_slurm "$slurm_pid"; fi
+        if [[ -n "$slurm_pid" ]]; then
+            rc=0
+            wait "$slurm_pid" || rc=$?
+            slurm_result "$rc"
+            rc=0
+        fi
         run_notebooks "${FIRST_NBS[@]}"
         if ((${#HVD_NBS[@]})); then
             echo "run_tests: waiting for the Horovod environment"
