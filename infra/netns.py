@@ -57,7 +57,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -67,6 +66,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.process import find_command as _tool
 from infra.watchdog import OwnerGuard, owner_alive, owner_tag
 
 __all__ = [
@@ -289,12 +289,6 @@ def _probe_namespace() -> str | None:
         return None
     finally:
         _delete_namespaces([name])
-
-
-def _tool(name: str) -> str | None:
-    return shutil.which(name) or next(
-        (p for p in (f"/usr/sbin/{name}", f"/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)), None
-    )
 
 
 def _ip() -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,6 +57,14 @@ def read_results(text: str) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 # Starting and stopping
 # --------------------------------------------------------------------------------------------
+def find_command(name: str) -> str | None:
+    """The path of the system command ``name``: on ``PATH``, or in the sbin folders a non-login
+    root shell may lack (``ip``, ``tc``, Slurm's daemons). Used by ``infra.netns`` and ``infra.slurm``."""
+    return shutil.which(name) or next(
+        (p for p in (f"/usr/sbin/{name}", f"/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)), None
+    )
+
+
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a child: ours, quiet TensorFlow logs, unbuffered output, the
     project root first on ``PYTHONPATH`` (after the GPU rehearsal's start-up hook when

@@ -65,6 +65,7 @@ from infra import netns
 from infra.cluster import free_ports
 from infra.netns import VirtualNetwork
 from infra.process import ProcessResult, run_command, start_child, stop_children
+from infra.process import find_command as _tool
 from infra.watchdog import OwnerGuard, owner_alive, owner_tag
 
 __all__ = [
@@ -106,12 +107,6 @@ class SlurmStartError(RuntimeError):
 # --------------------------------------------------------------------------------------------
 # Can it run here?
 # --------------------------------------------------------------------------------------------
-def _tool(name: str) -> str | None:
-    return shutil.which(name) or next(
-        (p for p in (f"/usr/sbin/{name}", f"/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)), None
-    )
-
-
 def slurm_problem() -> str | None:
     """``None`` when a local Slurm cluster can start here, else one line: what is missing and
     the command that installs it. ``COURSE_NO_SLURM=1`` forces the answer (tests, users who
