@@ -1,0 +1,215 @@
+"""The Chinese edition (tools/i18n.py): catalogs complete and current, notebooks/zh/ generated from
+them and committed, code identical to the English cell by cell, notebook 01's glossary used."""
+
+from __future__ import annotations
+
+import io
+import json
+import tokenize
+from pathlib import Path
+
+import polib
+import pytest
+
+from tools import i18n
+
+TRANSLATED = i18n.translated_notebooks()
+CATALOGS = {p.name: polib.pofile(str(i18n.catalog_path(p))) for p in TRANSLATED}
+ZH = sorted(i18n.ZH_DIR.glob("*.ipynb"))
+
+
+def code_tokens(source: str) -> list[tuple[int, str]]:
+    """The cell's tokens without comments (magic lines blanked, and compared apart)."""
+    return i18n.code_signature(source)[0]
+
+
+def magics(source: str) -> list[str]:
+    return i18n.code_signature(source)[1]
+
+
+def test_code_signature_ignores_comments_only() -> None:
+    """Independent of i18n.code_signature: tokenize's own view of a changed comment and a changed name."""
+    code = "%time x = 1  # one\ny = x  # two\n"
+    assert i18n.code_signature(code) == i18n.code_signature(code.replace("# two", "# 二"))
+    assert i18n.code_signature(code) != i18n.code_signature(code.replace("y = x", "y = x + 0"))
+    assert i18n.code_signature(code) != i18n.code_signature(code.replace("%time", "%timeit"))
+    plain = [t.string for t in tokenize.generate_tokens(io.StringIO("y = x  # two\n").readline)]
+    assert "# two" in plain and "# two" not in [s for _, s in i18n.code_signature("y = x  # two\n")[0]]
+
+
+def test_notebooks_without_a_catalog_are_the_pending_ones() -> None:
+    """A notebook has a catalog, or is listed in tools/i18n.py PENDING ("not yet translated")."""
+    missing = [p.name for p in i18n.english_notebooks() if not i18n.catalog_path(p).is_file()]
+    unlisted = [name for name in missing if name[:2] not in i18n.PENDING]
+    assert not unlisted, f"no catalog for {unlisted}: `python -m tools.i18n init NN`, translate, `make i18n`"
+    assert {"01", "02"} <= {p.name[:2] for p in TRANSLATED}
+
+
+def test_the_chinese_notebooks_are_generated_and_committed() -> None:
+    """notebooks/zh/ is exactly what the generator makes from the catalogs now."""
+    expected = i18n.expected_editions()
+    assert sorted(expected) == ZH, f"notebooks/zh/ holds {[p.name for p in ZH]}: run `make i18n`"
+    for path, text in expected.items():
+        assert path.read_text(encoding="utf-8") == text, f"notebooks/zh/{path.name} is out of date: run `make i18n`"
+
+
+@pytest.mark.parametrize("path", ZH, ids=lambda p: p.name)
+def test_code_is_identical_cell_by_cell(path: Path) -> None:
+    """Same cells, same ids and types; code cells have the same tokens once comments are removed."""
+    zh = i18n.load(path)
+    en = i18n.load(i18n.EN_DIR / path.name)
+    assert [(c["id"], c["cell_type"]) for c in zh["cells"]] == [(c["id"], c["cell_type"]) for c in en["cells"]]
+    assert zh["metadata"] == en["metadata"]
+    for zc, ec in zip(zh["cells"], en["cells"], strict=True):
+        assert zc["metadata"] == ec["metadata"], f"zh/{path.name} cell {zc['id']}: metadata differs"
+        if ec["cell_type"] == "code":
+            z, e = i18n.source(zc), i18n.source(ec)
+            assert code_tokens(z) == code_tokens(e), f"zh/{path.name} cell {zc['id']}: code differs from English"
+            assert magics(z) == magics(e), f"zh/{path.name} cell {zc['id']}: magic lines differ"
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_every_cell_and_comment_is_translated_and_current(path: Path) -> None:
+    """A stale translation (English changed, catalog not) or an untranslated entry fails here."""
+    found = i18n.problems(i18n.load(path), CATALOGS[path.name], path.stem)
+    assert not found, "\n".join(found[:20]) + "\nrun `make i18n`, then translate what the report lists"
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_translations_keep_code_links_and_structure(path: Path) -> None:
+    """Code spans, URLs, headings, paragraphs, lists and tables of each Markdown cell are kept;
+    comments stay one line and keep the `extra code` marker tools/lesson_lines.py reads."""
+    bad = []
+    for entry in CATALOGS[path.name]:
+        if entry.obsolete or not entry.msgstr:
+            continue
+        if entry.msgctxt.endswith("#comment"):
+            if "\n" in entry.msgstr or (entry.msgid.startswith("extra code") != entry.msgstr.startswith("extra code")):
+                bad.append(f"{entry.msgctxt} {entry.msgid!r}: one line, `extra code` kept")
+            continue
+        bad += [f"{entry.msgctxt}: {p}" for p in i18n.structure_problems(entry.msgid, entry.msgstr)]
+    assert not bad, f"{path.stem}: " + "\n".join(bad[:20])
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_glossary_terms_are_used(path: Path) -> None:
+    """Notebook 01's glossary is the term base: an English term in a cell → its Chinese term there."""
+    terms = i18n.term_base()
+    bad = []
+    for entry in CATALOGS[path.name]:
+        if entry.obsolete or not entry.msgstr or entry.msgctxt.endswith("#comment"):
+            continue
+        missing = i18n.term_problems(entry.msgid, entry.msgstr, terms, entry.tcomment)
+        bad += [f"cell {entry.msgctxt}: {', '.join(missing)}"] if missing else []
+    assert not bad, (
+        f"{path.stem}: glossary terms without their Chinese term (or a `# not a term: …` "
+        "translator comment):\n" + "\n".join(bad)
+    )
+
+
+# --- the machinery itself, on small notebooks made here -------------------------------------
+
+
+def notebook(*cells: tuple[str, str, str]) -> dict:
+    return {
+        "cells": [
+            {"cell_type": kind, "id": cid, "metadata": {}, "source": text}
+            | ({"outputs": [], "execution_count": None} if kind == "code" else {})
+            for cid, kind, text in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+CODE = (
+    "%%writefile programs/x.py\n"
+    "import os  # noqa: F401\n"
+    "x = 1  # the answer, almost\n"
+    "# the answer, almost\n"
+    "s = '# not a comment'\n"
+    "#\n"
+    "!ls  # a shell line\n"
+)
+
+
+def test_extract_follows_the_catalog_format() -> None:
+    nb = notebook(("a", "markdown", "## Hello\n\nWorld"), ("b", "code", CODE))
+    assert i18n.extract(nb) == [
+        i18n.Entry("a", "## Hello\n\nWorld"),
+        i18n.Entry("b#comment", "the answer, almost"),  # once: distinct comments; noqa, magics, "#" skipped
+    ]
+    with pytest.raises(ValueError, match="cell 0 has no id"):
+        i18n.extract({"cells": [{"cell_type": "markdown", "source": "x"}]})
+
+
+def test_generate_translates_comments_and_markdown_only() -> None:
+    nb = notebook(("a", "markdown", "See [03](03_x.ipynb), [docs](../docs/c.md) and "
+                   "[Colab](https://colab.research.google.com/github/o/r/blob/main/notebooks/01_y.ipynb)"),
+                  ("b", "code", CODE))
+    po = i18n.new_catalog()
+    po.append(polib.POEntry(msgctxt="a", msgid=i18n.source(nb["cells"][0]), msgstr=i18n.source(nb["cells"][0])))
+    po.append(polib.POEntry(msgctxt="b#comment", msgid="the answer, almost", msgstr="答案，差不多"))
+    zh = i18n.generate_notebook(nb, po, translated={"01_y.ipynb"})
+    code = i18n.source(zh["cells"][1])
+    assert "x = 1  # 答案，差不多\n# 答案，差不多\n" in code and "'# not a comment'" in code
+    assert code_tokens(code) == code_tokens(CODE) and magics(code) == magics(CODE)
+    md = i18n.source(zh["cells"][0])
+    assert "(../03_x.ipynb)" in md and "(../../docs/c.md)" in md  # no Chinese 03: the English one
+    assert "/blob/main/notebooks/zh/01_y.ipynb" in md
+
+
+def test_a_stale_translation_is_caught_and_kept_as_fuzzy() -> None:
+    """English edited, catalog not: the test above fails naming the cell and `make i18n`; the
+    generator keeps the English; `make i18n` marks the old translation fuzzy with its msgid."""
+    old = notebook(("a", "markdown", "Two workers."), ("b", "code", "x = 1  # one\ny = 2  # two\n"))
+    po, _ = i18n.merge(i18n.new_catalog(), i18n.extract(old))
+    for entry, chinese in zip(po, ["两个工作节点。", "一", "二"], strict=True):
+        entry.msgstr = chinese
+    assert i18n.problems(old, po, "nb") == []
+    new = notebook(("a", "markdown", "Three workers."), ("b", "code", "x = 1  # one\ny = 2  # two!\n"))
+    found = i18n.problems(new, po, "nb")
+    assert len(found) == 2 and found[0].startswith("nb cell a (Markdown cell 'Three workers.')")
+    assert all("make i18n" in line for line in found)
+    assert i18n.source(i18n.generate_notebook(new, po, set())["cells"][0]) == "Three workers."
+    merged, counts = i18n.merge(po, i18n.extract(new))
+    assert counts == {"new": 0, "fuzzy": 2, "obsolete": 0}
+    fuzzy = [e for e in merged if "fuzzy" in e.flags]
+    assert [(e.msgid, e.previous_msgid, e.msgstr) for e in fuzzy] == [
+        ("Three workers.", "Two workers.", "两个工作节点。"), ("two!", "two", "二")]
+    assert all("stale" in line for line in i18n.problems(new, merged, "nb"))
+
+
+def test_update_writes_new_entries_and_keeps_obsolete_ones(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(i18n, "CATALOG_DIR", tmp_path)
+    path = tmp_path / "09_t.ipynb"
+    path.write_text(json.dumps(notebook(("a", "markdown", "Hi"), ("b", "markdown", "Bye"))), encoding="utf-8")
+    assert i18n.update(path) is None  # no catalog, not asked to start one
+    assert i18n.update(path, create=True) == {"new": 2, "fuzzy": 0, "obsolete": 0}
+    po = polib.pofile(str(tmp_path / "09_t.po"))
+    assert po.metadata["Language"] == "zh_CN" and [e.msgstr for e in po] == ["", ""]
+    po[1].msgstr = "再见"
+    po.save()
+    path.write_text(json.dumps(notebook(("a", "markdown", "Hi"))), encoding="utf-8")
+    assert i18n.update(path)["obsolete"] == 1
+    assert [(e.msgid, e.obsolete) for e in polib.pofile(str(tmp_path / "09_t.po"))] == [("Hi", False), ("Bye", True)]
+
+
+def test_term_base_and_its_check() -> None:
+    terms = i18n.term_base()
+    assert terms["worker"] == ("工作节点",) and terms["stale gradient"] == ("过时梯度", "陈旧梯度")
+    assert terms["push"] == ("推送",) and terms["coordinator"] == ("协调器",)
+    english = "Each worker pushes its gradient to the parameter server, see `worker_fn`."
+    assert i18n.term_problems(english, "每个工作节点把梯度推送给参数服务器。", terms) == []
+    assert i18n.term_problems(english, "每个 worker 把梯度推送给参数服务器。", terms) == ["'worker' → 工作节点"]
+    assert i18n.term_problems("Call `worker_fn`.", "调用 `worker_fn`。", terms) == []  # code is not prose
+    assert i18n.term_problems("It pulls towards x.", "它趋向 x。", terms, "not a term: pull (pulls towards)") == []
+
+
+def test_structure_check_catches_a_lost_code_span_and_heading() -> None:
+    english = "## 1. Ring (环)\n\nUse `tf.distribute` ([docs](https://x.org/a)).\n\n* one\n* two"
+    assert i18n.structure_problems(english, "## 1. 环\n\n使用 `tf.distribute`（[文档](https://x.org/a)）。\n\n* 一\n* 二") == []
+    found = i18n.structure_problems(english, "### 1. 环\n\n使用 tf.distribute。\n\n* 一")
+    assert "code span `tf.distribute` missing" in found and "URL https://x.org/a missing" in found
+    assert "heading levels differ" in found and "list items: 2 in English, 1 here" in found

@@ -1,0 +1,464 @@
+"""The Chinese edition (中文版): catalogs in ``i18n/zh_CN/``, notebooks generated into ``notebooks/zh/``.
+
+``python -m tools.i18n update|report|generate|all|init NN`` (``make i18n`` runs ``all``):
+
+* **Catalogs** (gettext ``.po`` through polib, one per English notebook:
+  ``i18n/zh_CN/<stem>.po``; format in ``i18n/README.md``): one entry per Markdown cell
+  (msgctxt = the cell id, msgid = its whole source) and one per distinct code comment
+  (msgctxt = ``<id>#comment``, msgid = the comment's text).
+* **update**: the entries the English notebooks have now are merged into their catalogs: new
+  ones are added empty; an entry whose English changed keeps its old translation as *fuzzy*,
+  with the English it translated as ``#| msgid`` (so the translator sees what changed);
+  entries no cell has any more become obsolete (``#~``). ``init NN`` starts a new catalog.
+* **report**: per notebook, the missing, untranslated and stale (fuzzy) entries, and the
+  notebooks without a catalog (the ones in :data:`PENDING` are expected: "not yet translated").
+* **generate**: ``notebooks/zh/<name>.ipynb`` for every notebook with a catalog: the English
+  notebook with each Markdown cell replaced by its translation and each code comment by its
+  translation, nothing else in the code changed; links made right for ``notebooks/zh/``.
+  An entry that is missing, empty or fuzzy leaves the English in place (the report and
+  ``tests/test_i18n.py`` say where).
+
+Project tooling, not used inside notebooks; ``tests/test_i18n.py`` checks its output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import io
+import json
+import re
+import sys
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+import polib
+
+from tools.nbclean import dumps
+
+ROOT = Path(__file__).resolve().parent.parent
+EN_DIR = ROOT / "notebooks"
+ZH_DIR = EN_DIR / "zh"
+CATALOG_DIR = ROOT / "i18n" / "zh_CN"
+NOTEBOOK_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+# Notebooks whose Chinese catalog does not exist yet: `report` lists them as "not yet translated"
+# and the tests let them be. 00, 06, 08, 11 and 12 are being rewritten in English first;
+# 03-05, 07, 09 and 10 are being translated on the branches zh1 and zh2 (take a number out
+# of here once its catalog is merged; `report` reminds you).
+PENDING = ("00", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
+SKIPPED_COMMENTS = ("noqa", "type:", "fmt:", "!", "pragma")
+ZH_HEADER = {
+    "Project-Id-Version": "gpu-distributed-training",
+    "Language": "zh_CN",
+    "MIME-Version": "1.0",
+    "Content-Type": "text/plain; charset=UTF-8",
+    "Content-Transfer-Encoding": "8bit",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One translatable text of a notebook: a Markdown cell or a code comment."""
+
+    msgctxt: str
+    msgid: str
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell: dict) -> str:
+    text = cell.get("source", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def _blank_magics(code: str) -> str:
+    """The cell with IPython magic and shell lines (first non-space "%" or "!") emptied, lines kept."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
+
+
+def comment_tokens(code: str, where: str = "cell") -> list[tokenize.TokenInfo]:
+    """The COMMENT tokens of a code cell's source (magics blanked); raises naming ``where``."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(_blank_magics(code)).readline))
+    except (tokenize.TokenError, SyntaxError) as error:
+        raise ValueError(f"{where}: cannot tokenize the code cell ({error})") from error
+    return [t for t in tokens if t.type == tokenize.COMMENT]
+
+
+def code_signature(code: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """What must not change between the English and the Chinese cell: the tokens without the
+    comments, and the magic and shell lines (which are not Python)."""
+    tokens = tokenize.generate_tokens(io.StringIO(_blank_magics(code)).readline)
+    magics = [line for line in code.split("\n") if line.lstrip().startswith(("%", "!"))]
+    return [(t.type, t.string) for t in tokens if t.type != tokenize.COMMENT], magics
+
+
+def comment_text(token: tokenize.TokenInfo) -> str | None:
+    """The translatable text of a comment token ("#" and the space after it removed), or None."""
+    text = token.string[1:].strip()
+    if not text or text.startswith(SKIPPED_COMMENTS):
+        return None
+    return text
+
+
+def extract(nb: dict, name: str = "notebook") -> list[Entry]:
+    """The entries of a notebook, in cell order: Markdown cells whole, then each distinct comment."""
+    entries: list[Entry] = []
+    for index, cell in enumerate(nb["cells"]):
+        cell_id = cell.get("id")
+        if not cell_id:
+            raise ValueError(f"{name} cell {index} has no id: run `make format`")
+        if cell["cell_type"] == "markdown":
+            entries.append(Entry(cell_id, source(cell)))
+        elif cell["cell_type"] == "code":
+            seen = set()
+            for token in comment_tokens(source(cell), f"{name} cell {cell_id}"):
+                text = comment_text(token)
+                if text is not None and text not in seen:
+                    seen.add(text)
+                    entries.append(Entry(f"{cell_id}#comment", text))
+    return entries
+
+
+def english_notebooks() -> list[Path]:
+    return sorted(p for p in EN_DIR.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+
+
+def catalog_path(notebook: Path) -> Path:
+    return CATALOG_DIR / f"{notebook.stem}.po"
+
+
+def new_catalog() -> polib.POFile:
+    po = polib.POFile(wrapwidth=0)  # one line of the .po per line of text: diffs a translator can read
+    po.metadata = dict(ZH_HEADER)
+    return po
+
+
+def _closest(entry: Entry, candidates: list[polib.POEntry]) -> polib.POEntry | None:
+    """The old translated entry of the same cell that ``entry`` most likely replaces."""
+    same = [c for c in candidates if c.msgctxt == entry.msgctxt and c.msgstr]
+    if not same:
+        return None
+    if not entry.msgctxt.endswith("#comment"):
+        return same[0]  # one Markdown entry per cell: the cell's old text
+    best = max(same, key=lambda c: difflib.SequenceMatcher(None, c.msgid, entry.msgid).ratio())
+    return best if difflib.SequenceMatcher(None, best.msgid, entry.msgid).ratio() >= 0.5 else None
+
+
+def merge(po: polib.POFile, entries: list[Entry]) -> tuple[polib.POFile, dict[str, int]]:
+    """A catalog with exactly ``entries`` (in order), translations carried over from ``po``."""
+    old = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
+    unused = [e for e in po if not e.obsolete and (e.msgctxt, e.msgid) not in {(x.msgctxt, x.msgid) for x in entries}]
+    merged = new_catalog()
+    merged.metadata = dict(po.metadata) | {"Language": "zh_CN"}
+    counts = {"new": 0, "fuzzy": 0, "obsolete": 0}
+    for entry in entries:
+        kept = old.get((entry.msgctxt, entry.msgid))
+        if kept is not None:
+            merged.append(kept)
+            continue
+        previous = _closest(entry, unused)
+        if previous is None:
+            merged.append(polib.POEntry(msgctxt=entry.msgctxt, msgid=entry.msgid, msgstr=""))
+            counts["new"] += 1
+            continue
+        unused.remove(previous)
+        merged.append(polib.POEntry(
+            msgctxt=entry.msgctxt, msgid=entry.msgid, msgstr=previous.msgstr, flags=["fuzzy"],
+            previous_msgctxt=previous.msgctxt, previous_msgid=previous.previous_msgid or previous.msgid,
+        ))
+        counts["fuzzy"] += 1
+    for entry in unused + [e for e in po if e.obsolete]:
+        if entry.msgstr and not entry.obsolete:
+            counts["obsolete"] += 1
+        if entry.msgstr:  # a translation no cell needs now: kept at the end as #~, for reuse
+            entry.obsolete = True
+            merged.append(entry)
+    return merged, counts
+
+
+def update(notebook: Path, create: bool = False) -> dict[str, int] | None:
+    """Merge the notebook's entries into its catalog (None: no catalog and ``create`` False)."""
+    path = catalog_path(notebook)
+    if not path.is_file() and not create:
+        return None
+    po = polib.pofile(str(path), wrapwidth=0) if path.is_file() else new_catalog()
+    merged, counts = merge(po, extract(load(notebook), notebook.name))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = merged.__unicode__()
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return counts
+
+
+def translations(po: polib.POFile) -> dict[tuple[str, str], str]:
+    """``{(msgctxt, msgid): msgstr}`` of the usable entries: translated, not fuzzy, not obsolete."""
+    return {
+        (e.msgctxt, e.msgid): e.msgstr
+        for e in po
+        if e.msgstr and not e.obsolete and "fuzzy" not in e.flags
+    }
+
+
+def problems(nb: dict, po: polib.POFile, name: str = "notebook") -> list[str]:
+    """What a translator still has to do: one line per missing, empty or stale entry."""
+    usable = translations(po)
+    by_key = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
+    found = []
+    for entry in extract(nb, name):
+        what = "comment" if entry.msgctxt.endswith("#comment") else "Markdown cell"
+        cell = entry.msgctxt.split("#")[0]
+        first = entry.msgid.strip().split("\n")[0][:60]
+        if (entry.msgctxt, entry.msgid) in usable:
+            continue
+        po_entry = by_key.get((entry.msgctxt, entry.msgid))
+        if po_entry is None:
+            state = "missing from the catalog (English new or changed: run `make i18n`)"
+        elif "fuzzy" in po_entry.flags:
+            state = "stale: the English changed since it was translated (fuzzy)"
+        else:
+            state = "not translated yet"
+        found.append(f"{name} cell {cell} ({what} {first!r}): {state}")
+    return found
+
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+_URL = re.compile(r"https?://[^\s)\"'<>]+")
+_HEADING = re.compile(r"^(#{1,6})\s", re.M)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_ITEM = re.compile(r"^\s*(?:[*+-]|\d+\.)\s", re.M)
+_ROW = re.compile(r"^\|.*\|\s*$", re.M)
+
+
+def _paragraphs(text: str) -> int:
+    return len([p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()])
+
+
+def structure_problems(english: str, chinese: str) -> list[str]:
+    """How a translated Markdown cell departs from the English one's fixed parts: code spans,
+    URLs, headings, paragraphs, list items and table rows must all be kept."""
+    found = []
+    for span in dict.fromkeys(m.group(0) for m in _CODE_SPAN.finditer(english)):
+        if span not in chinese:
+            found.append(f"code span {span} missing")
+    for url in dict.fromkeys(_URL.findall(english)):
+        if url not in chinese:
+            found.append(f"URL {url} missing")
+    for what, pattern in (("headings", _HEADING), ("list items", _ITEM), ("table rows", _ROW)):
+        if len(pattern.findall(english)) != len(pattern.findall(chinese)):
+            found.append(f"{what}: {len(pattern.findall(english))} in English, {len(pattern.findall(chinese))} here")
+    if [len(h) for h in _HEADING.findall(english)] != [len(h) for h in _HEADING.findall(chinese)]:
+        found.append("heading levels differ")
+    if _paragraphs(english) != _paragraphs(chinese):
+        found.append(f"paragraphs: {_paragraphs(english)} in English, {_paragraphs(chinese)} here")
+    return found
+
+
+GLOSSARY_NOTEBOOK = "01_distributed_training_theory.ipynb"
+
+
+def term_base(nb: dict | None = None) -> dict[str, tuple[str, ...]]:
+    """``{English term: accepted Chinese renderings}`` from notebook 01's glossary table
+    (``| English | 中文 | where |``): "a, b" and "a / b" pair up term by term; a bracketed
+    Chinese term after another is an accepted alternative ("过时梯度 (陈旧梯度)"); an English
+    one is only a gloss ("工作节点 (worker)": 工作节点 is required)."""
+    nb = nb if nb is not None else load(EN_DIR / GLOSSARY_NOTEBOOK)
+    table = next((source(c) for c in nb["cells"] if "| English | 中文 |" in source(c)), None)
+    if table is None:
+        raise ValueError(f"{GLOSSARY_NOTEBOOK}: no glossary table '| English | 中文 | …'")
+    terms: dict[str, tuple[str, ...]] = {}
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) < 2 or cells[0] in ("English", "") or set(cells[0]) <= set("-: "):
+            continue
+        english = re.sub(r"\s*\(.*?\)", "", cells[0])
+        split = (lambda text: re.split(r"\s*/\s*", text)) if "/" in english else (lambda text: text.split(", "))
+        ens, zhs = split(english), split(cells[1])
+        if len(ens) != len(zhs):
+            ens, zhs = [english], [cells[1]]
+        for en, zh in zip(ens, zhs, strict=True):
+            accepted = [a.strip() for a in re.split(r"[()]", zh) if _CJK.search(a)]
+            terms[en.strip()] = tuple(dict.fromkeys(accepted))
+    return terms
+
+
+def _prose(markdown: str) -> str:
+    """The words of a cell a reader reads: code, URLs, HTML tags and link targets removed."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = _CODE_SPAN.sub(" ", text)
+    text = re.sub(r"\]\([^)]*\)|<[^>]+>|https?://\S+", " ", text)
+    return text
+
+
+NOT_A_TERM = re.compile(r"^not a term:\s*(.+)$", re.M)
+
+
+def term_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...]], note: str = "") -> list[str]:
+    """Glossary terms of the English cell whose Chinese term the translation lacks. ``note`` is
+    the entry's translator comment: a line ``not a term: pull, push`` exempts words the cell uses
+    in another sense ("pulls the weights towards …")."""
+    prose = _prose(english)
+    exempt = {
+        w.strip().lower() for line in NOT_A_TERM.findall(note) for w in re.sub(r"\(.*?\)", "", line).split(",")
+    }
+    found = []
+    for term, accepted in terms.items():
+        if term.lower() in exempt:
+            continue
+        words = r"[\s-]?".join(re.escape(w) for w in re.split(r"[\s-]", term))
+        if re.search(rf"(?<![\w-]){words}(?:s|es)?(?![\w-])", prose, re.I):
+            if not any(a in chinese for a in accepted):
+                found.append(f"'{term}' → {' / '.join(accepted)}")
+    return found
+
+
+def translate_comments(code: str, usable: dict[tuple[str, str], str], cell_id: str) -> str:
+    """``code`` with every translated comment replaced (the "#" and its spacing kept), nothing else."""
+    lines = code.split("\n")
+    for token in comment_tokens(code, f"cell {cell_id}"):
+        text = comment_text(token)
+        chinese = usable.get((f"{cell_id}#comment", text)) if text is not None else None
+        if chinese is None:
+            continue
+        if "\n" in chinese:
+            raise ValueError(f"cell {cell_id}: the translation of comment {text!r} has a line break")
+        body = token.string[1:]
+        new = "#" + body[: len(body) - len(body.lstrip())] + chinese.strip()
+        (row, start), (_, end) = token.start, token.end
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + new + line[end:]
+    return "\n".join(lines)
+
+
+_LINK = re.compile(r"(\]\(|href=\"|src=\")([^)\"\s]+)")
+_HOSTED = re.compile(r"(/blob/[^/\s\"]+/notebooks/)(\d\d_[a-z0-9_]+\.ipynb)")
+
+
+def rewrite_links(markdown: str, translated: set[str]) -> str:
+    """Links of a cell made right for ``notebooks/zh/``: a relative link to a notebook with a
+    Chinese edition (``translated``: file names) stays as it is (its sibling there), any other
+    relative link gains ``../``; Colab and GitHub addresses of such notebooks point to ``zh/``."""
+
+    def relative(match: re.Match) -> str:
+        target = match.group(2)
+        if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target, re.I):
+            return match.group(0)  # absolute address or in-page anchor
+        if target.split("#")[0] in translated:
+            return match.group(0)
+        return match.group(1) + "../" + target
+
+    def hosted(match: re.Match) -> str:
+        if match.group(2) in translated:
+            return match.group(1) + "zh/" + match.group(2)
+        return match.group(0)
+
+    return _HOSTED.sub(hosted, _LINK.sub(relative, markdown))
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def generate_notebook(nb: dict, po: polib.POFile, translated: set[str]) -> dict:
+    """The Chinese edition of ``nb``: Markdown and comments from ``po``, code otherwise the same."""
+    usable = translations(po)
+    zh = copy.deepcopy(nb)
+    for cell in zh["cells"]:
+        text = source(cell)
+        if cell["cell_type"] == "markdown":
+            new = rewrite_links(usable.get((cell["id"], text), text), translated)
+        elif cell["cell_type"] == "code":
+            new = translate_comments(text, usable, cell["id"])
+        else:
+            continue
+        cell["source"] = lines_of(new)
+    return zh
+
+
+def translated_notebooks() -> list[Path]:
+    """The English notebooks that have a catalog (and so a Chinese edition)."""
+    return [p for p in english_notebooks() if catalog_path(p).is_file()]
+
+
+def expected_editions() -> dict[Path, str]:
+    """``{notebooks/zh/NAME: JSON text}``: the Chinese notebooks as the catalogs make them now."""
+    sources = translated_notebooks()
+    names = {p.name for p in sources}
+    return {
+        ZH_DIR / p.name: dumps(generate_notebook(load(p), polib.pofile(str(catalog_path(p))), names))
+        for p in sources
+    }
+
+
+def generate() -> list[str]:
+    """Write ``notebooks/zh/``; remove editions whose catalog is gone. Returns what changed."""
+    changed = []
+    expected = expected_editions()
+    ZH_DIR.mkdir(parents=True, exist_ok=True)
+    for path, text in expected.items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(f"wrote {path.relative_to(ROOT)}")
+    for path in sorted(ZH_DIR.glob("*.ipynb")):
+        if path not in expected:
+            path.unlink()
+            changed.append(f"removed {path.relative_to(ROOT)} (no catalog)")
+    return changed
+
+
+def report() -> tuple[list[str], int]:
+    """Lines for a translator, and the number of entries still to translate."""
+    lines, todo = [], 0
+    for notebook in english_notebooks():
+        number = notebook.name[:2]
+        path = catalog_path(notebook)
+        if not path.is_file():
+            state = "not yet translated (listed in PENDING)" if number in PENDING else "NO CATALOG"
+            lines.append(f"{notebook.stem}: {state}; start one with `python -m tools.i18n init {number}`")
+            todo += number not in PENDING
+            continue
+        po = polib.pofile(str(path))
+        found = problems(load(notebook), po, notebook.stem)
+        done = len(translations(po))
+        note = " (has a catalog: take it out of PENDING in tools/i18n.py)" if number in PENDING else ""
+        lines.append(f"{notebook.stem}: {done} entries translated, {len(found)} to do{note}")
+        lines.extend("  " + line for line in found)
+        todo += len(found)
+    return lines, todo
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Chinese edition: catalogs and notebooks/zh/.")
+    parser.add_argument("what", choices=("update", "report", "generate", "all", "init"))
+    parser.add_argument("numbers", nargs="*", help="with init: the notebook numbers to start catalogs for")
+    args = parser.parse_args(argv)
+    if args.what == "init":
+        for number in args.numbers:
+            matches = [p for p in english_notebooks() if p.name.startswith(f"{number}_")]
+            if len(matches) != 1:
+                parser.error(f"no single notebook {number}_*.ipynb in {EN_DIR}")
+            counts = update(matches[0], create=True)
+            print(f"i18n: {catalog_path(matches[0]).relative_to(ROOT)}: {counts}")
+        return 0
+    if args.what in ("update", "all"):
+        for notebook in english_notebooks():
+            counts = update(notebook)
+            if counts and any(counts.values()):
+                print(f"i18n: {notebook.stem}: {counts['new']} new, {counts['fuzzy']} stale (fuzzy), "
+                      f"{counts['obsolete']} obsolete entries")
+    if args.what in ("report", "all"):
+        lines, todo = report()
+        print("\n".join(lines))
+        print(f"i18n: {todo} entries to translate or review" if todo else "i18n: every catalog is complete")
+    if args.what in ("generate", "all"):
+        for line in generate() or ["notebooks/zh/ is up to date"]:
+            print(f"i18n: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
