@@ -26,6 +26,13 @@ def source_url(notebook_name: str) -> str:
     """The View-source address of a notebook on GitHub, as its badge must give it."""
     return f"https://github.com/{config.COURSE_REPO}/blob/{config.COURSE_BRANCH}/notebooks/{notebook_name}"
 NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+# The Chinese edition (tools/i18n.py, generated): the same checks apply, its shape is checked below.
+ZH_NOTEBOOKS = sorted((config.NOTEBOOKS_DIR / "zh").glob("*.ipynb"))
+BOTH = NOTEBOOKS + ZH_NOTEBOOKS
+
+
+def nb_id(path: Path) -> str:
+    return f"zh/{path.name}" if path.parent.name == "zh" else path.name
 NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 TITLE = re.compile(r"^# (\d+) · .+ \(.*[\u4e00-\u9fff].*\)\s*$")
 
@@ -75,7 +82,7 @@ def test_numbering_follows_the_outline() -> None:
         assert f'("{gap:02d}", ' in outline, f"notebook {gap:02d} is missing and not in notebook 00's outline"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", BOTH, ids=nb_id)
 def test_notebook_is_clean(path: Path) -> None:
     nb = load(path)
     for index, cell in enumerate(nb["cells"]):
@@ -89,14 +96,16 @@ def test_notebook_is_clean(path: Path) -> None:
     assert not needs_cleaning(path), f"{path.name}: run `make format`"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", BOTH, ids=nb_id)
 def test_notebook_is_a_slideshow(path: Path) -> None:
     """Every cell has a slide type (`make format`), every H1/H2 heading starts a slide."""
     nb = load(path)
     assert not missing(nb), f"{path.name}: cells {missing(nb)[:5]} have no slide type: run `make format`"
     types = [c["metadata"]["slideshow"]["slide_type"] for c in nb["cells"]]
+    # the Chinese edition's "## Setup" is in Chinese: the English cell at the same place says which it is
+    english = load(config.NOTEBOOKS_DIR / path.name)["cells"] if path.parent.name == "zh" else nb["cells"]
     for index, cell in enumerate(nb["cells"]):
-        if heading_level(cell) in (1, 2) and "## Setup" not in "".join(cell["source"]):
+        if heading_level(cell) in (1, 2) and "## Setup" not in "".join(english[index]["source"]):
             assert types[index] == "slide", f"{path.name} cell {index}: a heading that does not start a slide"
     assert types.count("slide") >= 4, f"{path.name}: fewer than 4 slides"
 
@@ -130,6 +139,28 @@ def test_notebook_shape(path: Path) -> None:
     assert asserts >= 1, f"{path.name}: no cell checks a claim with assert"
 
 
+ZH_TITLE = re.compile(r"^# (\d+) · .*[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=nb_id)
+def test_chinese_notebook_shape(path: Path) -> None:
+    """A Chinese notebook: its English one exists, Chinese title with the number, badges that open
+    the Chinese edition (none to Colab for Horovod), the same setup cell (tests/test_i18n.py
+    checks the code of every cell)."""
+    english = config.NOTEBOOKS_DIR / path.name
+    assert english.is_file(), f"zh/{path.name} has no English notebook: run `make i18n`"
+    nb = load(path)
+    match = ZH_TITLE.match("".join(nb["cells"][0]["source"]).split("\n")[0])
+    assert match and int(match.group(1)) == int(path.name[:2]), f"zh/{path.name}: title '# N · 中文标题'"
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    if nb["metadata"]["kernelspec"]["name"] == "horovod":
+        assert "colab.research.google.com" not in markdown, f"zh/{path.name}: no Colab button for Horovod"
+    else:
+        assert colab_url(f"zh/{path.name}") in markdown, f"zh/{path.name}: Open-in-Colab badge missing or wrong"
+    assert source_url(f"zh/{path.name}") in markdown, f"zh/{path.name}: View-source link missing or wrong"
+    assert len([c for c in code_cells(nb) if "course = utils.setup(" in "".join(c["source"])]) == 1
+
+
 def setup_cell(path: Path) -> str:
     cells = [c for c in code_cells(load(path)) if "course = utils.setup(" in "".join(c["source"])]
     return "".join(cells[0]["source"]) if cells else ""
@@ -146,7 +177,7 @@ def test_setup_cells_are_the_same_but_for_the_setup_arguments(path: Path) -> Non
     assert "COURSE_REPO_URL" in template and config.COURSE_REPO in template  # the clone URL and its override
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", BOTH, ids=nb_id)
 def test_no_removed_tensorflow_names(path: Path) -> None:
     nb = load(path)
     allowed = ALLOWED_IN_HOROVOD if path.name.startswith("07_") else set()
