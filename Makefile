@@ -8,14 +8,18 @@ PY        := $(VENV)/bin/python
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 PORT      ?= 8888
 TB_PORT   ?= 6006
+# The language `make lab` opens on: en (notebooks/) or zh (notebooks/zh/, the Chinese edition:
+# `make lab COURSE_LANG=zh`; README.zh.md). Both stay reachable in JupyterLab's file browser.
+COURSE_LANG ?= en
 
-.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint horovod slurm bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint i18n horovod slurm bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
 
 lab: venv
-	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(PY) -m jupyter lab --notebook-dir=notebooks --port=$(PORT) $(if $(filter 0,$(shell id -u)),--allow-root) \
+		$(if $(filter zh,$(COURSE_LANG)),--LabApp.default_url=/lab/tree/zh)
 
 # Unit tests, then the notebooks, while the Horovod environment builds in the background, then notebook 07 in it;
 # beside them, in a copy of the tree, notebook 09, the GPU rehearsals and the Colab rehearsal.
@@ -51,7 +55,9 @@ run: venv
 
 # Slideshows (reveal.js) and a static site of the course, from the executed notebooks of
 # `make run` in build/ (from notebooks/ without outputs if there are none): build/slides/,
-# build/site/index.html. tools/check_site.sh screenshots both with headless Chromium.
+# build/site/index.html, and the Chinese edition's in build/slides/zh/ and build/site/zh/ (from
+# build/zh/ or notebooks/zh/), each page with a link to the other language.
+# tools/check_site.sh screenshots both with headless Chromium.
 slides: venv
 	$(PY) tools/build_site.py slides
 
@@ -59,11 +65,18 @@ book: venv
 	$(PY) tools/build_site.py all
 
 # Strip outputs and normalise notebook metadata, give cells their slide types
-# (the hygiene test checks the same).
+# (the hygiene test checks the same); the Chinese edition follows (its cells copy them).
 format: venv
 	$(PY) tools/nbclean.py $(NOTEBOOKS)
 	$(PY) -m tools.slidemeta $(NOTEBOOKS)
+	$(PY) -m tools.i18n generate
 	$(PY) -m ruff check --fix .
+
+# The Chinese edition: merge the English notebooks' text into the catalogs i18n/zh_CN/*.po
+# (new entries empty, changed ones fuzzy with the old English), list the missing and stale
+# entries for a translator, and generate notebooks/zh/ (tools/i18n.py, i18n/README.md).
+i18n: venv
+	$(PY) -m tools.i18n all
 
 lint: venv
 	$(PY) tools/nbclean.py --check $(NOTEBOOKS)

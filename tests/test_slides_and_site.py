@@ -141,3 +141,44 @@ def test_notebooks_without_an_executed_copy_come_from_notebooks(
         root / "notebooks" / "04_other.ipynb",
     ]
     assert "no executed copy of 04_other" in capsys.readouterr().out
+
+
+def test_the_chinese_edition_builds_with_the_english_outputs_and_a_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """notebooks/zh/ → build/slides/zh, build/site/zh: outputs from the English executed copy where
+    the code is the same, Overview and slot found through the English cells, links both ways."""
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed: the slides/site build cannot run")
+    from tools import build_site
+
+    root = tmp_path / "project"
+    for folder in ("notebooks/zh", "build"):
+        (root / folder).mkdir(parents=True)
+    english = add_slide_metadata(tiny_notebook())
+    executed = json.loads(json.dumps(english))
+    for cell in english["cells"]:
+        cell.pop("outputs", None) if cell["cell_type"] == "markdown" else cell.update(outputs=[])
+    chinese = json.loads(json.dumps(english))
+    chinese["cells"][0]["source"] = "# 3 · 小\n\nbadges"
+    chinese["cells"][1]["source"] = "## 概览\n\n一个关于加法的小章节。\n\n**课时安排：** 约 5 分钟（核心：§1）。"
+    chinese["cells"][5]["source"] = "2 + 2  # 二加二"  # a translated comment: still the same code
+    (root / "notebooks" / "03_tiny.ipynb").write_text(json.dumps(english), encoding="utf-8")
+    (root / "notebooks" / "zh" / "03_tiny.ipynb").write_text(json.dumps(chinese), encoding="utf-8")
+    (root / "build" / "03_tiny.ipynb").write_text(json.dumps(executed), encoding="utf-8")  # `make run`
+    monkeypatch.setattr(build_site, "ROOT", root)
+    assert build_site.find_chinese() == [root / "notebooks" / "zh" / "03_tiny.ipynb"]
+
+    out = root / "build"
+    assert build_site.main(["all"]) == 0
+    page = (out / "site" / "zh" / "03_tiny.html").read_text(encoding="utf-8")
+    assert "<pre>4</pre>" in page and "二加二" in page and 'href="../03_tiny.html"' in page
+    assert 'href="zh/03_tiny.html"' in (out / "site" / "03_tiny.html").read_text(encoding="utf-8")
+    home = (out / "site" / "zh" / "index.html").read_text(encoding="utf-8")
+    assert "一个关于加法的小章节。" in home and "<strong>课时安排：</strong> 约 5 分钟（核心：§1）。" in home
+    assert 'href="../../slides/zh/03_tiny.slides.html"' in home and 'href="../index.html"' in home
+    assert 'href="zh/index.html"' in (out / "site" / "index.html").read_text(encoding="utf-8")
+    slides = (out / "slides" / "zh" / "03_tiny.slides.html").read_text(encoding="utf-8")
+    assert "Reveal.initialize" in slides and 'href="../03_tiny.slides.html"' in slides
+    chinese["cells"][5]["source"] = "2 + 3  # 二加三"  # different code: the English output does not fit
+    (root / "notebooks" / "zh" / "03_tiny.ipynb").write_text(json.dumps(chinese), encoding="utf-8")
+    assert build_site.read_notebook(root / "notebooks" / "zh" / "03_tiny.ipynb", "zh").cells[5].outputs == []
