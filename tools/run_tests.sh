@@ -37,6 +37,10 @@ mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 SECOND_NB_PREFIX="notebooks/09_"  # in the second stream under `all`
 mapfile -t SECOND_NBS < <(ls "$SECOND_NB_PREFIX"*.ipynb 2>/dev/null || true)
+# The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed, after 09 in the second stream
+# (every other one's code is the English code, token for token: tests/test_i18n.py)
+mapfile -t ZH_NBS < <(ls notebooks/zh/{00,02}_*.ipynb 2>/dev/null || true)
+SECOND_NBS+=("${ZH_NBS[@]}")
 mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -v "^$SECOND_NB_PREFIX")   # the others
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
 SLURM_LOG="$ROOT/.slurm-setup.log"
@@ -120,7 +124,7 @@ case "$STAGE" in
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 || rc=$?
             slurm_result "$rc"
         fi
-        run_notebooks "${MAIN_NBS[@]}"
+        run_notebooks "${MAIN_NBS[@]}" "${ZH_NBS[@]}"
         rc=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
         cat "$COLAB_LOG"
