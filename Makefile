@@ -79,8 +79,8 @@ i18n: venv
 	$(PY) -m tools.i18n all
 
 lint: venv
-	$(PY) tools/nbclean.py --check $(NOTEBOOKS)
-	$(PY) -m tools.slidemeta --check $(NOTEBOOKS)
+	$(PY) tools/nbclean.py --check $(NOTEBOOKS) $(wildcard notebooks/zh/*.ipynb)
+	$(PY) -m tools.slidemeta --check $(NOTEBOOKS) $(wildcard notebooks/zh/*.ipynb)
 	$(PY) -m ruff check .
 
 # The speed benchmarks, then the sim-to-real check of issue 19: three small CNNs trained on the

@@ -3,6 +3,8 @@
 # Usage: bash tools/check_site.sh [NN]   (after `make book`; NN: the notebook whose slides to
 # shoot, default 06). Writes build/screenshots/site_index.png, site_NN.png and slides_NN.png
 # (the first slide) and slides_NN_3.png (the third), then prints their paths: open them and look.
+# The Chinese edition too, when built: site_zh_index.png, and slides_zh_MM.png / slides_zh_MM_3.png of
+# notebook NN's Chinese slides, or of the first Chinese slideshow (MM) if NN has none yet.
 # Needs chromium (Debian: apt-get install chromium); exit 3 if it is missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,3 +35,13 @@ shoot "file://$SITE/index.html" "$OUT/site_index.png"
 shoot "file://$PAGE" "$OUT/site_$NN.png"
 shoot "file://$SLIDES" "$OUT/slides_$NN.png"
 shoot "file://$SLIDES#/3" "$OUT/slides_${NN}_3.png"
+if [[ -f "$SITE/zh/index.html" ]]; then
+    shoot "file://$SITE/zh/index.html" "$OUT/site_zh_index.png"
+    ZH_SLIDES="$(ls "$ROOT"/build/slides/zh/"$NN"_*.slides.html 2>/dev/null | head -1 || true)"
+    [[ -n "$ZH_SLIDES" ]] || ZH_SLIDES="$(ls "$ROOT"/build/slides/zh/*.slides.html 2>/dev/null | head -1 || true)"
+    if [[ -n "$ZH_SLIDES" ]]; then
+        MM="$(basename "$ZH_SLIDES" | cut -c1-2)"
+        shoot "file://$ZH_SLIDES" "$OUT/slides_zh_$MM.png"
+        shoot "file://$ZH_SLIDES#/3" "$OUT/slides_zh_${MM}_3.png"
+    fi
+fi
