@@ -169,7 +169,8 @@ def merge(po: polib.POFile, entries: list[Entry]) -> tuple[polib.POFile, dict[st
         unused.remove(previous)
         merged.append(polib.POEntry(
             msgctxt=entry.msgctxt, msgid=entry.msgid, msgstr=previous.msgstr, flags=["fuzzy"],
-            previous_msgctxt=previous.msgctxt, previous_msgid=previous.previous_msgid or previous.msgid,
+            previous_msgctxt=None if previous.msgctxt == entry.msgctxt else previous.msgctxt,
+            previous_msgid=previous.previous_msgid or previous.msgid,
         ))
         counts["fuzzy"] += 1
     for entry in unused + [e for e in po if e.obsolete]:
