@@ -14,7 +14,7 @@ child is ended by :func:`stop_child`: SIGTERM to the group, a grace period, then
 - :class:`infra.cluster.LocalCluster` starts and stops its workers with the same functions.
 
 Whatever happens — success, error, timeout, KeyboardInterrupt — nothing outlives the call.
-Introduced in notebook 00 (``run_python``). No TensorFlow import.
+Introduced in notebook 02 (``run_program``). No TensorFlow import.
 """
 
 from __future__ import annotations

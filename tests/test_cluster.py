@@ -78,6 +78,18 @@ def hanging_worker() -> None:
     time.sleep(300)
 
 
+def survivor_worker() -> None:
+    """Worker 1 fails at once; worker 0 writes its line 3 s later (a survivor noticing a fault)."""
+    import os
+    import time
+
+    if os.environ["COURSE_TASK"] == "worker:1":
+        raise ValueError("boom in worker 1")
+    time.sleep(3)
+    print("worker 0 noticed", flush=True)
+    time.sleep(300)
+
+
 def sigterm_ignoring_worker() -> None:
     import signal
     import time
@@ -290,6 +302,16 @@ def test_wait_for_output_that_never_comes_stops_the_cluster():
     with pytest.raises(ValueError, match="no task 'ps:0'"):
         unstarted.wait_for_output("ps:0", "x")
     assert unstarted.pids == []  # a bad name starts nothing
+
+
+def test_wait_for_output_after_a_fault_made_on_purpose():
+    with LocalCluster(survivor_worker, 2, timeout=60) as cluster, pytest.raises(WorkerFailedError):
+        cluster.wait_for_output("worker:0", "noticed", timeout=60)  # worker 1's failure comes first
+    with LocalCluster(survivor_worker, 2, timeout=60) as cluster:
+        waited = cluster.wait_for_output("worker:0", "noticed", timeout=60, failures_expected=True)
+        assert "boom in worker 1" in cluster.logs()["worker:1"]
+    assert 3 <= waited < 30
+    _assert_all_gone(cluster)
 
 
 def test_sigterm_ignoring_worker_is_killed():

@@ -225,7 +225,7 @@ def _distribute_calls(source: str) -> list[int]:
 
 
 def test_utils_hides_no_tf_distribute_call() -> None:
-    """Notebook 00 §4.3: the tf.distribute calls stay in the notebooks (or the programs they show
+    """Notebook 00 §2: the tf.distribute calls stay in the notebooks (or the programs they show
     whole), never hidden in utils."""
     assert _distribute_calls("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n") == [2]
     assert _distribute_calls('"""tf.distribute.MirroredStrategy() in a docstring"""\n# tf.distribute\n') == []

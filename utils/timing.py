@@ -1,8 +1,8 @@
 """Timers, throughput meters, a small benchmark helper and a Keras epoch timer.
 
-Introduced in notebook 00; notebooks 01 and 04–06 measure with them. Speed claims in this
-course are printed side by side from one run (see ``benchmarks/bench_*.py``), never asserted
-against wall-clock limits in tests.
+Notebooks 01 and 04–06 measure with them (notebook 01 §5 explains the warm-up and
+``.numpy()``). Speed claims in this course are printed side by side from one run (see
+``benchmarks/bench_*.py``), never asserted against wall-clock limits in tests.
 """
 
 from __future__ import annotations
