@@ -160,6 +160,11 @@ def test_generate_translates_comments_and_markdown_only() -> None:
     assert "/blob/main/notebooks/zh/01_y.ipynb" in md
 
 
+def test_soft_breaks_between_chinese_characters_are_joined() -> None:
+    text = "第一行\n第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"
+    assert i18n.join_soft_breaks(text) == "第一行第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"
+
+
 def test_a_stale_translation_is_caught_and_kept_as_fuzzy() -> None:
     """English edited, catalog not: the test above fails naming the cell and `make i18n`; the
     generator keeps the English; `make i18n` marks the old translation fuzzy with its msgid."""
