@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tokenize
 from pathlib import Path
 
@@ -218,3 +219,18 @@ def test_structure_check_catches_a_lost_code_span_and_heading() -> None:
     found = i18n.structure_problems(english, "### 1. 环\n\n使用 tf.distribute。\n\n* 一")
     assert "code span `tf.distribute` missing" in found and "URL https://x.org/a missing" in found
     assert "heading levels differ" in found and "list items: 2 in English, 1 here" in found
+
+
+@pytest.mark.parametrize("path", ZH, ids=lambda p: p.name)
+def test_relative_links_resolve_from_notebooks_zh(path: Path) -> None:
+    """Every relative link of a Chinese notebook points at a file that exists from notebooks/zh/."""
+    broken = []
+    for cell in i18n.load(path)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for _, target in i18n._LINK.findall(i18n.source(cell)):
+            if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target, re.I):
+                continue
+            if not (path.parent / target.split("#")[0]).exists():
+                broken.append(f"cell {cell['id']}: {target}")
+    assert not broken, f"zh/{path.name}: " + ", ".join(broken)
