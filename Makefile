@@ -56,7 +56,8 @@ run: venv
 # Slideshows (reveal.js) and a static site of the course, from the executed notebooks of
 # `make run` in build/ (from notebooks/ without outputs if there are none): build/slides/,
 # build/site/index.html, and the Chinese edition's in build/slides/zh/ and build/site/zh/ (from
-# build/zh/ or notebooks/zh/), each page with a link to the other language.
+# notebooks/zh/, with the outputs of the English executed copies: the code is the same), each
+# index, page and slideshow with a link to the other language.
 # tools/check_site.sh screenshots both with headless Chromium.
 slides: venv
 	$(PY) tools/build_site.py slides
