@@ -45,11 +45,11 @@ WORDS = {
     "en": {"title": "GPU distributed training with TensorFlow", "read": "read", "slides": "slides",
            "todo": "not executed: code only", "other": "中文",
            "state": "{executed} of {total} executed with full settings by <code>make run</code> "
-                    "(outputs and figures included)"},
+                    "(outputs and figures included)."},
     "zh": {"title": "TensorFlow GPU 分布式训练", "read": "阅读", "slides": "幻灯片",
            "todo": "未执行：仅有代码", "other": "English",
            "state": "{total} 章中有 {executed} 章带有 <code>make run</code> 以完整设置运行的输出和图表"
-                    "（代码与英文版相同，输出取自英文版的执行结果）"},
+                    "（代码与英文版相同，输出取自英文版的执行结果）。"},
 }
 NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 CDN_REVEAL = "https://unpkg.com/reveal.js@4.0.2"
@@ -300,7 +300,7 @@ a {{ color: #0b57d0; text-decoration: none; }} a:hover {{ text-decoration: under
 <body>
 <p class="switch">{switch}</p>
 <h1>{title}</h1>
-<p class="state">{state}.</p>
+<p class="state">{state}</p>
 <ol>
 {rows}
 </ol>
