@@ -177,6 +177,8 @@ case "$STAGE" in
         second_pid=$!
         slurm_pid=""
         if [[ -f tools/setup_slurm.sh ]]; then # apt-get install of Slurm for notebook 11, if missing (root)
+            # not stopped by stop_build when the run fails: killing apt-get/dpkg midway can leave the
+            # package database half-configured; it ends by itself within a minute or two
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
             slurm_pid=$!
         fi
