@@ -39,3 +39,25 @@ def test_sections_marked_optional_are_not_core(tmp_path: Path) -> None:
     ])
     c = count(path)
     assert (c["core code"], c["core lesson"], c["all code"], c["all lesson"]) == (2, 2, 4, 3)
+
+
+def test_measured_seconds_of_core_and_all_cells_beside_the_slot(tmp_path: Path, capsys) -> None:
+    from tools.lesson_lines import main
+
+    path = tmp_path / "05_x.ipynb"
+    path.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": "## Overview\n**Lecture slot:** ~30 min (core: §1)\n## 1 · Core\n"},
+        {"cell_type": "code", "source": "model.fit(ds)\n"},
+        {"cell_type": "markdown", "source": "## 2 · More — *optional*\n"},
+        {"cell_type": "code", "source": "x = 1\n"},
+    ]}))
+    report = tmp_path / "notebooks.xml"  # as pytest --junitxml writes it for nbval (code cells numbered from 0)
+    report.write_text('<testsuites><testsuite name="pytest">'
+                      '<testcase classname="notebooks.05_x.ipynb" name="Cell 0" time="90.0" />'
+                      '<testcase classname="notebooks.05_x.ipynb" name="Cell 1" time="30.0" />'
+                      '<testcase classname="notebooks.zh.05_x.ipynb" name="Cell 1" time="99.0" />'  # zh: not counted
+                      '</testsuite></testsuites>')
+    assert count(path)["slot minutes"] == 30 and count(path)["core cells"] == [0]
+    main([str(path), "--times", str(report)])
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[-4:] == ["30", "min", "1.5m", "2.0m"]  # slot, core 90 s, all 120 s

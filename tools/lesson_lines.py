@@ -10,6 +10,11 @@ else — tables, prints, plots, asserts, timing, process orchestration, lines ma
 ``%%writefile`` programs included (their magic line excluded); the setup cell is left out (the
 same in every notebook).
 
+With ``--times REPORT.xml`` (the JUnit reports ``make test`` writes for the notebooks into
+``build/test-reports/``) it adds the measured seconds of the core's cells and of all cells under
+smoke settings beside the slot the notebook's Overview states (``**Lecture slot:** ~N min``):
+the machine's share of a live run, the rest being the lecturer's talking.
+
 The **core** of a notebook is the part that fits its lecture slot: every section but those whose
 ``##`` heading says *optional*, and nothing after an ``## Appendix`` heading. The table prints, per notebook, the core's
 code lines, lesson lines and their share, and the same for the whole notebook. The patterns
@@ -23,6 +28,7 @@ import argparse
 import json
 import re
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +47,8 @@ EXTRA = re.compile(r"#\s*extra code")
 APPENDIX = re.compile(r"^#{1,3}\s*Appendix\b", re.I | re.M)
 SECTION = re.compile(r"^## .*$", re.M)
 OPTIONAL = re.compile(r"\boptional\b", re.I)
+SLOT = re.compile(r"\*\*Lecture slot:\*\*\s*~?\s*(\d+)\s*min")
+NBVAL_CELL = re.compile(r"Cell (\d+)$")
 
 
 def _code_lines(source: str) -> list[str]:
@@ -55,6 +63,8 @@ def count(path: Path) -> dict[str, float]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     totals = {"core code": 0, "core lesson": 0, "all code": 0, "all lesson": 0}
     in_core, appendix = True, False
+    core_cells: list[int] = []  # code cells of the core, numbered as nbval numbers them (code cells only)
+    code_index = -1
     for cell in cells:
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
@@ -62,6 +72,12 @@ def count(path: Path) -> dict[str, float]:
             headings = SECTION.findall(source)
             if headings:
                 in_core = not appendix and not OPTIONAL.search(headings[-1])
+            if slot := SLOT.search(source):
+                totals.setdefault("slot minutes", int(slot.group(1)))
+        if cell["cell_type"] == "code":
+            code_index += 1
+            if in_core:
+                core_cells.append(code_index)
         if cell["cell_type"] != "code" or "course = utils.setup(" in source:
             continue
         lines = _code_lines(source)
@@ -73,19 +89,47 @@ def count(path: Path) -> dict[str, float]:
             totals["core lesson"] += lesson
     totals["core share"] = totals["core lesson"] / max(totals["core code"], 1)
     totals["all share"] = totals["all lesson"] / max(totals["all code"], 1)
+    totals["core cells"] = core_cells
     return totals
+
+
+def cell_seconds(reports: list[Path]) -> dict[str, dict[int, float]]:
+    """Seconds per nbval cell, by notebook file name, from JUnit XML reports (the last report wins)."""
+    seconds: dict[str, dict[int, float]] = {}
+    for report in reports:
+        for case in ET.parse(report).getroot().iter("testcase"):
+            cell = NBVAL_CELL.search(case.get("name", ""))
+            where = case.get("classname", "") + " " + case.get("file", "")
+            notebook = re.search(r"(\d\d_[\w-]+)\.ipynb", where)
+            if re.search(r"(^|[./])zh[./]", where):  # the Chinese edition (notebooks/zh/): not the English run's times
+                continue
+            if cell and notebook:
+                seconds.setdefault(notebook.group(1) + ".ipynb", {})[int(cell.group(1))] = float(case.get("time", 0))
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--times", nargs="+", type=Path, default=[], metavar="REPORT.xml",
+                        help="JUnit reports of nbval runs: add the measured seconds of core and all cells")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    print(f"{'notebook':44} {'core code':>9} {'lesson':>6} {'share':>6}   {'all code':>8} {'lesson':>6} {'share':>6}")
+    seconds = cell_seconds([r for r in args.times if r.exists()])
+    times_header = f"   {'slot':>6} {'core run':>8} {'all run':>8}" if args.times else ""
+    print(f"{'notebook':44} {'core code':>9} {'lesson':>6} {'share':>6}   {'all code':>8} {'lesson':>6} {'share':>6}"
+          + times_header)
     for path in paths:
         c = count(path)
-        print(f"{path.name:44} {c['core code']:9d} {c['core lesson']:6d} {c['core share']:6.0%}   "
-              f"{c['all code']:8d} {c['all lesson']:6d} {c['all share']:6.0%}")
+        line = (f"{path.name:44} {c['core code']:9d} {c['core lesson']:6d} {c['core share']:6.0%}   "
+                f"{c['all code']:8d} {c['all lesson']:6d} {c['all share']:6.0%}")
+        if args.times:
+            cells = seconds.get(path.name, {})
+            slot = f"{c['slot minutes']} min" if "slot minutes" in c else "—"
+            core = sum(t for i, t in cells.items() if i in c["core cells"])
+            line += (f"   {slot:>6} {core / 60:7.1f}m {sum(cells.values()) / 60:7.1f}m" if cells
+                     else f"   {slot:>6} {'not run':>8} {'':>8}")
+        print(line)
     return 0
 
 

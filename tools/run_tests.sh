@@ -79,9 +79,17 @@ slurm_result() { # slurm_result RC: after tools/setup_slurm.sh (Slurm for notebo
         exit "$1"
     fi
 }
+REPORTS="${COURSE_TEST_REPORTS:-$ROOT/build/test-reports}"  # JUnit reports of the notebooks' cells
 run_notebooks() { # run_notebooks NOTEBOOK...
-    # --durations: the slowest cells, to see where make test's time goes
-    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --durations=15 "$@"
+    # --durations: the slowest cells, to see where make test's time goes; the JUnit report gives
+    # every cell's time to tools/lesson_lines.py (core vs slot, printed at the end of `all`)
+    mkdir -p "$REPORTS"
+    "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env --junitxml="$REPORTS/nbval-$(basename "$1" .ipynb).xml" \
+        --durations=15 "$@"
+}
+slot_times() { # the measured seconds of each notebook's core beside its lecture slot
+    echo "run_tests: lesson lines, and each notebook's core and whole run (smoke settings) beside its slot"
+    "$PY" tools/lesson_lines.py --times "$REPORTS"/nbval-*.xml || true
 }
 run_colab() { # run_colab RC: the Colab rehearsal after setup_colab_env.sh ended with RC
     # As on Colab: stand-in google.colab, /content-like working directory, the course cloned
@@ -124,7 +132,9 @@ case "$STAGE" in
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 || rc=$?
             slurm_result "$rc"
         fi
+        rm -rf "$REPORTS"
         run_notebooks "${MAIN_NBS[@]}" "${ZH_NBS[@]}"
+        slot_times
         rc=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
         cat "$COLAB_LOG"
@@ -163,12 +173,16 @@ case "$STAGE" in
             build_pid=$!
         fi
         echo "run_tests: notebook 09, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
+        rm -rf "$REPORTS"
         # setsid: its own process group, so that stop_build stops the whole stream
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
+            COURSE_TEST_REPORTS="$REPORTS" \
             setsid bash -c 'cd "$1" && exec bash tools/run_tests.sh second' _ "$SECOND_TREE" >"$SECOND_LOG" 2>&1 &
         second_pid=$!
         slurm_pid=""
         if [[ -f tools/setup_slurm.sh ]]; then # apt-get install of Slurm for notebook 11, if missing (root)
+            # not stopped by stop_build when the run fails: killing apt-get/dpkg midway can leave the
+            # package database half-configured; it ends by itself within a minute or two
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
             slurm_pid=$!
         fi
@@ -192,6 +206,7 @@ case "$STAGE" in
         wait "$second_pid" || second_rc=$?
         second_pid=""
         cat "$SECOND_LOG"
+        slot_times
         exit "$second_rc"
         ;;
     *)
