@@ -171,6 +171,10 @@ def test_checker_flags_asserts_that_cannot_fail(snippet: str) -> None:
         "rows = []\nfor x in xs:\n    rows.append({'ok': check(x)})\nassert all(r['ok'] for r in rows)",
         "table = pd.DataFrame(rows)\nassert len(table) == 7",
         "x = a * 2\nassert x == a * 2  # check-asserts: allow – shown for the reader",
+        # a loop name reused after a loop over a program's text holds something else
+        "src = Path('w.py').read_text()\nfor line in src.splitlines():\n    print(line)\n"
+        "for line in log.splitlines():\n    pass\nassert 'done' in line",
+        "src = Path('w.py').read_text()\nfor line in src.splitlines():\n    print(line)\nassert all('ok' in line for line in log)",
     ],
 )
 def test_checker_passes_asserts_that_can_fail(snippet: str) -> None:

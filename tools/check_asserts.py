@@ -492,12 +492,16 @@ class Checker:
             yield from self._path_parts(self.made[node.id], depth - 1)
 
     def _tainted(self, node: ast.AST) -> bool:
-        return bool(_names(node) & self.sources) or self._reads_source(node)
+        """True if ``node`` reads a program's text or a name holding it (a comprehension's own
+        loop names excepted: they hold what its iterable holds, which is checked itself)."""
+        bound = {n for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in _names(c.target)}
+        return bool((_names(node) - bound) & self.sources) or self._reads_source(node)
 
     def _track_sources(self, stmt: ast.stmt) -> None:
         """Names assigned from a program's text (or in a loop/branch over it) hold that text too."""
-        if isinstance(stmt, (ast.For, ast.AsyncFor)) and self._tainted(stmt.iter):
-            self.sources |= _names(stmt.target)  # for line in source.splitlines()
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):  # for line in source.splitlines()
+            targets = _names(stmt.target)
+            self.sources = self.sources | targets if self._tainted(stmt.iter) else self.sources - targets
         if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if self.over_source or self._tainted(stmt.value):
