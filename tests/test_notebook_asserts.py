@@ -170,6 +170,7 @@ def test_checker_flags_asserts_that_cannot_fail(snippet: str) -> None:
         "if found:\n    flag = True\nelse:\n    flag = measure()\nassert flag",
         "rows = []\nfor x in xs:\n    rows.append({'ok': check(x)})\nassert all(r['ok'] for r in rows)",
         "table = pd.DataFrame(rows)\nassert len(table) == 7",
+        "a = b\nb = a\nassert a['k'].all()",  # names made from each other: the checker ends
         "x = a * 2\nassert x == a * 2  # check-asserts: allow – shown for the reader",
         # a loop name reused after a loop over a program's text holds something else
         "src = Path('w.py').read_text()\nfor line in src.splitlines():\n    print(line)\n"

@@ -558,6 +558,7 @@ class Checker:
                 self._add_record(f.value.id, stmt.value.args[0] if stmt.value.args else f)
 
     def _add_record(self, name: str, row: ast.expr) -> None:
+        """Count, per key of a dict row appended to ``name``, whether its value is a literal."""
         if name not in self.records:
             return  # a row we could not read came before
         if isinstance(row, ast.Dict):
@@ -571,19 +572,32 @@ class Checker:
             literal, rows = self.records[name].get(key, (0, 0))
             self.records[name][key] = (literal + is_literal(value), rows + 1)
 
+    def _rows_of(self, table: ast.expr) -> str:
+        """The list of dict rows a table was made from (``pd.DataFrame(rows, …)``, then
+        ``table.drop_duplicates(…)``, …), or ""."""
+        for _ in range(5):  # a few steps back: names may refer to each other in a cycle
+            if not isinstance(table, ast.Name) or table.id not in self.made:
+                break
+            if table.id in self.records:
+                return table.id
+            made = self.made[table.id]
+            if isinstance(made, ast.Call) and _call_name(made) == "DataFrame" and made.args:
+                table = made.args[0]
+            elif isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute):
+                table = made.func.value  # a method of the table returns the table, changed
+            else:
+                table = made
+        return table.id if isinstance(table, ast.Name) and table.id in self.records else ""
+
     def _literal_column(self, node: ast.expr) -> tuple[int, int]:
         """(rows set to a literal, rows) of the column ``table["key"].all()`` or ``all(r["key"] for r
         in rows)`` tests, (0, 0) if unknown: a literal row passes whatever the notebook observed."""
         if isinstance(node, ast.Call) and _call_name(node) in ("all", "any"):
             if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Subscript):
                 column = node.func.value
-                source = column.value
-                while isinstance(source, ast.Name) and source.id not in self.records and source.id in self.made:
-                    made = self.made[source.id]  # table = pd.DataFrame(rows, ...), table.drop_duplicates(...)
-                    source = made.args[0] if isinstance(made, ast.Call) and _call_name(made) == "DataFrame" and made.args else (
-                        made.func.value if isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute) else made)
+                rows = self._rows_of(column.value)
                 key = column.slice.value if isinstance(column.slice, ast.Constant) else None
-                return self.records.get(source.id, {}).get(key, (0, 0)) if isinstance(source, ast.Name) else (0, 0)
+                return self.records[rows].get(key, (0, 0)) if rows else (0, 0)
             if node.args and isinstance(node.args[0], ast.GeneratorExp):
                 gen = node.args[0]
                 loop, elt = gen.generators[0], gen.elt
