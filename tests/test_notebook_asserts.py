@@ -20,11 +20,15 @@ NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 
 # Findings waiting for a fix in a notebook somebody else is editing, with the fix proposed to
 # its owner: (notebook, snippet) -> fix. An entry no longer found gives a warning (remove it).
-KNOWN: dict[tuple[str, str], str] = {}
+KNOWN: dict[tuple[str, str], str] = {
+    ("06_quickdraw_capstone.ipynb", "per_class.min() == per_class[worst[0]]"): "worst is per_class.sort_values()'s "
+    "first index: the minimum by definition; drop it, or check the worst class against a control",
+}
 
 
 def reasons(snippet: str) -> list[str]:
-    return [f.reason for f in check_source(textwrap.dedent(snippet))]
+    """Why the checker flags a snippet (findings allowed with a reason left out)."""
+    return [f.reason for f in check_source(textwrap.dedent(snippet)) if not f.allowed]
 
 
 @pytest.mark.parametrize(
@@ -78,6 +82,32 @@ def reasons(snippet: str) -> list[str]:
         "assert report.batches_per_s >= 0",
         "assert 0.05 < ratio < 20",  # a 400x band
         "assert 1 <= speedup <= 100",
+        # identities: true by construction
+        "assert x.min() == x[np.argmin(x)]",
+        "worst = per_class.sort_values().index[:4].tolist()\nassert per_class.min() == per_class[worst[0]]",
+        "assert top1 <= map3 <= top3",
+        "assert ((t['real top-1'] <= t['real MAP@3']) & (t['real MAP@3'] <= t['real top-3'])).all()",
+        "assert all(r['top-1'] <= r['top-5'] for r in rows)",
+        "p = model.predict(x)\nassert np.allclose(p.sum(axis=1), 1, atol=1e-5)",
+        "probs = tf.nn.softmax(logits)\nfit(model)\nassert np.isclose(float(tf.reduce_sum(probs[0])), 1.0)",
+        "d = {k: f(k) for k in keys}\nassert len(d) == len(set(d))",
+        "files = {p.name[:2]: p.name for p in paths}\nassert len(set(files.values())) == len(files)",
+        "strategy = tf.distribute.MirroredStrategy(devices)\nassert strategy.num_replicas_in_sync == len(devices)",
+        "strategy = tf.distribute.MirroredStrategy(course.devices)\nassert strategy.num_replicas_in_sync == course.replicas",
+        # a program's own source text
+        "src = Path('programs/train.py').read_text()\nassert 'strategy.scope()' in src",
+        "text = (SCRIPTS / 'w.py').read_text()\nn = sum('hvd.' in l for l in text.splitlines())\nassert n >= 8",
+        "listing = show_program('programs/a.py')\nassert len(listing.marked) >= 3",
+        "assert re.search(r'hvd\\.init', inspect.getsource(train))",
+        "lines = open('worker.py').read().splitlines()\nfound = False\nfor line in lines:\n    if 'hvd.' in line:\n        found = True\nassert found",
+        # flags and tables the notebook wrote itself
+        "reproduced = True\nassert reproduced",
+        "row = {'name': 'x', 'ok': True}\nassert row['ok'] and len(row) == 2",
+        "checklist = pd.DataFrame([(1, 2), (3, 4)], columns=['a', 'b'])\nassert len(checklist) == 2",
+        "guide = []\nguide.append(dict(a=f(), reproduced=True))\nguide += [dict(a=g(), reproduced=h())]\n"
+        "table = pd.DataFrame(guide)\ntable = table.drop_duplicates()\nassert table['reproduced'].all()",
+        "rows = [{'ok': True}, {'ok': True}]\nassert all(r['ok'] for r in rows)",
+        "assert True  # check-asserts: allow",  # an allow without a reason is no allow
     ],
 )
 def test_checker_flags_asserts_that_cannot_fail(snippet: str) -> None:
@@ -126,6 +156,26 @@ def test_checker_flags_asserts_that_cannot_fail(snippet: str) -> None:
         "assert seconds > 0.9 * predicted_seconds",  # compared with a prediction
         "assert 0.8 < ratio < 1.25",  # a band that can miss
         "assert all(r < 1.5 * n for r in speedups)",
+        "assert scores.min() == scores[expected_index]",  # the index comes from elsewhere
+        "assert headline['real top-1'] >= TARGET_REAL_TOP1",  # a target, not another k
+        "assert acc['top-3'] > acc['top-1']",  # strictly: fails when they are equal
+        "assert acc['top-3'] <= acc['top-1']",  # the wrong way round: a (failing) claim
+        "assert np.allclose(weights.sum(), 1)",  # not probabilities
+        "assert len(names) == len(set(names))",  # a list: duplicates possible
+        "strategy = tf.distribute.MirroredStrategy(devices)\nassert strategy.num_replicas_in_sync == len(others)",
+        "out = run_program('programs/train.py')\nassert 'done' in out.stdout",  # what the program printed
+        "log = (JOBS / f'doodles-{job_id}.out').read_text()\nassert 'COMPLETED' in log",
+        "job = sh('sbatch programs/train.sbatch')\nlog = (JOBS / f'{job}.out').read_text()\nassert 'ok' in log",
+        "ok = False\ntry:\n    run()\n    ok = True\nexcept ValueError:\n    pass\nassert ok",
+        "if found:\n    flag = True\nelse:\n    flag = measure()\nassert flag",
+        "rows = []\nfor x in xs:\n    rows.append({'ok': check(x)})\nassert all(r['ok'] for r in rows)",
+        "table = pd.DataFrame(rows)\nassert len(table) == 7",
+        "a = b\nb = a\nassert a['k'].all()",  # names made from each other: the checker ends
+        "x = a * 2\nassert x == a * 2  # check-asserts: allow – shown for the reader",
+        # a loop name reused after a loop over a program's text holds something else
+        "src = Path('w.py').read_text()\nfor line in src.splitlines():\n    print(line)\n"
+        "for line in log.splitlines():\n    pass\nassert 'done' in line",
+        "src = Path('w.py').read_text()\nfor line in src.splitlines():\n    print(line)\nassert all('ok' in line for line in log)",
     ],
 )
 def test_checker_passes_asserts_that_can_fail(snippet: str) -> None:
@@ -156,6 +206,34 @@ def test_findings_say_where(tmp_path: Path) -> None:
     assert "assert x == g(1)" in str(finding)
 
 
+def test_allowed_findings_are_listed_with_their_reason() -> None:
+    (finding,) = check_source("n = 5\n# check-asserts: allow – the reader sees the value\nassert n == 5")
+    assert finding.allowed == "the reader sees the value" and "[allowed: the reader sees" in str(finding)
+
+
+def test_a_program_written_by_a_cell_is_its_own_source(tmp_path: Path) -> None:
+    import json
+
+    cells = ["%%writefile programs/job.cfg\nsteps = 3\n", "text = (WORK / 'job.cfg').read_text()\nassert 'steps' in text\n"]
+    path = tmp_path / "98_t.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [c]} for c in cells]}))
+    (finding,) = check_notebook(path)
+    assert "own source" in finding.reason and finding.where == "98_t.ipynb cell 1"
+
+
+def test_the_report_lists_findings_per_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tools.check_asserts import main
+
+    path = tmp_path / "97_t.ipynb"
+    cells = ["flag = True\nassert flag\n", "n = 2\nassert n == 2  # check-asserts: allow – for the reader\n"]
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [c]} for c in cells]}))
+    assert main([str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "97_t.ipynb: 1 flagged, 1 allowed" and "[allowed: for the reader]" in out[2]
+
+
 def test_every_notebook_is_checked() -> None:
     on_disk = {p.name for p in Path(config.NOTEBOOKS_DIR).iterdir() if p.suffix == ".ipynb"}
     assert {p.name for p in NOTEBOOKS} == on_disk and len(on_disk) >= 10
@@ -163,7 +241,7 @@ def test_every_notebook_is_checked() -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_asserts_can_fail(path: Path) -> None:
-    findings = check_notebook(path)
+    findings = [f for f in check_notebook(path) if not f.allowed]
     known = {key: fix for key, fix in KNOWN.items() if key[0] == path.name}
     new = [
         f

@@ -21,7 +21,21 @@ removed). Flagged:
 * a ``try`` whose ``except Exception`` (``BaseException``, bare ``except``) only records that
   *something* was raised — the asserts on what the handler set test only truthiness or
   ``is None`` — or asserts inside the handler without looking at the error; and
-  ``pytest.raises(Exception)`` without ``match=``.
+  ``pytest.raises(Exception)`` without ``match=``;
+* an identity, true by construction: ``min(x) == x[argmin(x)]``, ``top-1 ≤ MAP@3 ≤ top-3``
+  (any top-j ≤ top-k, MAP@j ≤ MAP@k, top-1 ≤ MAP@k, MAP@j ≤ top-k for j ≤ k), a softmax or
+  ``predict`` output summing to 1, ``len(d) == len(set(d))`` over a dict's keys (or a set, a
+  range), ``strategy.num_replicas_in_sync == len(devices)`` for a strategy built from ``devices``;
+* a search over a program's own source text: ``in``, ``re.*``, ``.count`` … over what
+  ``show_program``, ``inspect.getsource`` or ``.read_text()`` of a ``.py`` file (or a file a
+  ``%%writefile`` cell wrote) returned, or anything computed from it;
+* a flag or table the notebook wrote itself: a name (or ``row["key"]`` of a dict literal) last
+  assigned a constant, asserted; ``len(table) == 7`` of a table written as a literal.
+
+Assignments inside ``if``/``for``/``while``/``try`` are forgotten after the block (they may not
+have run). An assert the checker flags wrongly is allowed by a comment on its line (or the
+comment line right above it) ``# check-asserts: allow – <why it can fail>``; the reason is
+required, and the report lists allowed findings apart, per notebook.
 """
 
 from __future__ import annotations
@@ -77,6 +91,18 @@ READ_ONLY_CALLS = PURE_FUNCS | {
 READ_ONLY_MODULES = {"np", "numpy", "math", "pd"}
 # Names of timings and rates: positive whatever happened (a count or a pixel value may be a real check)
 MEASURED = re.compile(r"second|seconds|time|_s\b|_ms\b|per_s|rate|throughput|speed|elapsed|duration|latency|bandwidth")
+# `# check-asserts: allow – why it can fail` on an assert's line (or the comment line above it)
+ALLOW = re.compile(r"#\s*check-asserts:\s*allow\b[\s–—:-]*(.*)")
+# top-k accuracy and MAP@k: top-1 ≤ MAP@k ≤ top-k whatever the model predicts
+TOP_K = re.compile(r"(?<![a-z])(top|map)\s*[-_@ ]?\s*(\d+)", re.IGNORECASE)
+PROBABILITIES = re.compile(r"softmax|predict|prob", re.IGNORECASE)
+SUM_CALLS = {"sum", "reduce_sum", "nansum", "fsum"}
+EXTREMES = {"min", "max", "amin", "amax", "nanmin", "nanmax"}
+ARG_EXTREMES = re.compile(r"arg(min|max|sort)|sort_values|idx(min|max)|nsmallest|nlargest")
+# Calls that return a program's source text: a `.py` file read, the listing of a program
+SOURCE_READS = {"read_text", "read", "read_bytes", "readlines"}
+SOURCE_CALLS = {"show_program", "getsource", "getsourcelines"}
+UNIQUE_BY_TYPE = {"keys", "dict", "set", "range", "Counter", "fromkeys", "frozenset"}
 
 
 @dataclass(frozen=True)
@@ -87,9 +113,11 @@ class Finding:
     line: int
     reason: str
     source: str
+    allowed: str = ""  # the reason given in a `# check-asserts: allow – …` comment
 
     def __str__(self) -> str:
-        return f"{self.where} line {self.line}: {self.reason}: {self.source}"
+        text = f"{self.where} line {self.line}: {self.reason}: {self.source}"
+        return text + (f"  [allowed: {self.allowed}]" if self.allowed else "")
 
 
 def strip_magics(source: str) -> str:
@@ -108,11 +136,64 @@ def strip_magics(source: str) -> str:
 
 
 def notebook_cells(path: Path) -> list[tuple[int, str]]:
-    """(index, source) of the code cells of a notebook, magics stripped."""
+    """(index, source) of the code cells of a notebook, magics kept (``run_cell`` strips them)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return [
-        (i, strip_magics("".join(c["source"]))) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
-    ]
+    return [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+
+
+def _stored(node: ast.AST) -> set[str]:
+    """Names a statement (or block) assigns anywhere inside it."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _top_k(node: ast.expr) -> tuple[str, str, int] | None:
+    """(the expression with its k blanked, "top" or "map", k) for one top-k / MAP@k value, else None."""
+    text = ast.unparse(node)
+    found = list(TOP_K.finditer(text))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    return text[: m.start()] + "K" + text[m.end() :], m.group(1).lower(), int(m.group(2))
+
+
+def _always_at_most(a: ast.expr, b: ast.expr) -> bool:
+    """True if ``a ≤ b`` holds for any predictions: top-j ≤ top-k, MAP@j ≤ MAP@k, MAP@j ≤ top-k
+    (j ≤ k) and top-1 ≤ MAP@k — the same expression but for the kind and k."""
+    ka, kb = _top_k(a), _top_k(b)
+    if ka is None or kb is None or ka[0] != kb[0]:
+        return False
+    if ka[1] == "top" and kb[1] == "map":
+        return ka[2] == 1
+    return ka[2] <= kb[2]
+
+
+def _extreme_of(node: ast.expr) -> ast.expr | None:
+    """``x`` of ``min(x)``, ``np.max(x)`` or ``x.min()``, else None."""
+    if not isinstance(node, ast.Call) or _call_name(node) not in EXTREMES:
+        return None
+    f = node.func
+    if isinstance(f, ast.Name) or (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in READ_ONLY_MODULES):
+        return node.args[0] if len(node.args) == 1 else None
+    return f.value if isinstance(f, ast.Attribute) and not node.args else None
+
+
+def _unwrap(node: ast.expr) -> ast.expr:
+    """``x`` of ``float(x)``, ``int(x)``, ``x.numpy()``, ``x.item()``: the same value."""
+    while isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id in ("float", "int") and len(node.args) == 1:
+            node = node.args[0]
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ("numpy", "item") and not node.args:
+            node = node.func.value
+        else:
+            break
+    return node
+
+
+def _len_of(node: ast.expr) -> ast.expr | None:
+    """``x`` of ``len(x)``, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args:
+        return node.args[0]
+    return None
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -207,6 +288,15 @@ class Checker:
         self.known: dict[str, ast.expr] = {}
         self.findings: list[Finding] = []
         self.cell = ""
+        self.sources: set[str] = set()  # names holding a program's source text (or computed from it)
+        self.over_source = False  # inside a loop or branch over a program's source text
+        self.written: set[str] = set()  # files `%%writefile` cells wrote
+        self.strategies: dict[str, ast.Call] = {}  # name -> the call that built a tf.distribute strategy
+        # name -> what it was last assigned, kept across calls: how a value was *made* (an argsort,
+        # a softmax) stays true after the world changes, unlike its value
+        self.made: dict[str, ast.expr] = {}
+        # list name -> for each key of the dict rows appended to it: (rows with a literal there, rows)
+        self.records: dict[str, dict[str, tuple[int, int]]] = {}
 
     # -- bookkeeping of what names were assigned ------------------------------------------
     def _forget(self, names: set[str]) -> None:
@@ -246,7 +336,15 @@ class Checker:
 
     def _flag(self, node: ast.AST, reason: str) -> None:
         src = ast.get_source_segment(self.cell, node) or ast.unparse(node)
-        self.findings.append(Finding(self.where, node.lineno, reason, " ".join(src.split())[:160]))
+        lines = self.cell.splitlines()
+        first, last = node.lineno - 1, getattr(node, "end_lineno", node.lineno) or node.lineno
+        if first > 0 and lines[first - 1].lstrip().startswith("#"):
+            first -= 1  # the comment line right above the assert
+        allow = next((m for line in lines[first:last] if (m := ALLOW.search(line))), None)
+        allowed = allow.group(1).strip() if allow else ""
+        if allow and not allowed:
+            reason += " (its `check-asserts: allow` gives no reason)"
+        self.findings.append(Finding(self.where, node.lineno, reason, " ".join(src.split())[:160], allowed))
 
     # -- the rules ------------------------------------------------------------------------
     def _pairs(self, test: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
@@ -283,6 +381,251 @@ class Checker:
             if ast.dump(a) == ast.dump(b) and not isinstance(a, ast.Constant):
                 self._flag(node, "compares an expression with itself")
                 return
+        if self._tainted(test):
+            self._flag(node, "searches a program's own source text: it says what the notebook wrote")
+            return
+        if not self._identity(node, test):
+            self._self_set(node, test)
+
+    # -- identities: true by construction -------------------------------------------------
+    def _expand(self, node: ast.expr) -> ast.expr:
+        """``node`` with names replaced by how they were made (three levels deep)."""
+        return _Substitute(self.made, 3).visit(_copy(node))
+
+    def _identity(self, node: ast.AST, test: ast.expr) -> bool:
+        """Flag a test that holds by mathematics or by how its values were built."""
+        for a, b in self._ordered(test):
+            if _always_at_most(a, b) or _always_at_most(self._expand(a), self._expand(b)):
+                self._flag(node, f"`{ast.unparse(a)} <= {ast.unparse(b)}` holds for any predictions (top-1 ≤ MAP@k ≤ top-k)")
+                return True
+        for a, b in self._pairs(test):
+            for x, y in ((a, b), (b, a)):
+                why = self._equal_by_construction(x, y)
+                if why:
+                    self._flag(node, why)
+                    return True
+        return False
+
+    def _ordered(self, test: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
+        """Pairs (a, b) a test claims ``a ≤ b``: chains, ``and``, ``&``, ``.all()`` and ``all(…)``."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for value in test.values:
+                yield from self._ordered(value)
+        elif isinstance(test, ast.BinOp) and isinstance(test.op, ast.BitAnd):  # (a <= b) & (b <= c)
+            yield from self._ordered(test.left)
+            yield from self._ordered(test.right)
+        elif isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "all":
+            yield from self._ordered(test.func.value)  # (...).all()
+        elif isinstance(test, ast.Call) and _call_name(test) == "all" and test.args:
+            if isinstance(test.args[0], ast.GeneratorExp):
+                yield from self._ordered(test.args[0].elt)
+        elif isinstance(test, ast.Compare):
+            operands = [test.left, *test.comparators]
+            for op, a, b in zip(test.ops, operands, operands[1:], strict=False):
+                if isinstance(op, ast.LtE):  # a strict `<` can fail when the two are equal
+                    yield a, b
+                elif isinstance(op, ast.GtE):
+                    yield b, a
+
+    def _equal_by_construction(self, x: ast.expr, y: ast.expr) -> str:
+        """Why ``x == y`` always holds, or ""."""
+        x, y = _unwrap(x), _unwrap(y)
+        base = _extreme_of(x)
+        if base is not None and isinstance(y, ast.Subscript) and ast.dump(y.value) == ast.dump(base):
+            if ARG_EXTREMES.search(ast.unparse(self._expand(y.slice))):
+                return "`min(x) == x[argmin(x)]`: the extreme is where argmin/argsort says it is, by definition"
+        if isinstance(x, ast.Call) and _call_name(x) in SUM_CALLS and _number(y) == 1:
+            if PROBABILITIES.search(ast.unparse(self._expand(x))):
+                return "probabilities (a softmax, `predict`) sum to 1 by construction"
+        seq, other = _len_of(x), _len_of(y)
+        if seq is not None and isinstance(other, ast.Call) and _call_name(other) == "set" and other.args:
+            made = self._expand(seq)
+            kind = _call_name(made) if isinstance(made, ast.Call) else ""
+            same = ast.dump(other.args[0]) == ast.dump(seq)
+            inner = other.args[0]
+            if isinstance(inner, ast.Call) and _call_name(inner) == "values" and isinstance(inner.func, ast.Attribute):
+                made, same = self._expand(inner.func.value), ast.dump(inner.func.value) == ast.dump(seq)
+                if same and isinstance(made, ast.DictComp) and ast.unparse(made.value) in ast.unparse(made.key):
+                    return "distinct values of a dict keyed by a function of them: unique by construction"
+            if same and (isinstance(made, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or kind in UNIQUE_BY_TYPE):
+                return "`len(x) == len(set(x))` over a dict's keys, a set or a range: unique by type"
+        if isinstance(x, ast.Attribute) and x.attr == "num_replicas_in_sync" and isinstance(x.value, ast.Name):
+            made_by = self.strategies.get(x.value.id)
+            devices = _len_of(y)
+            if made_by is not None:
+                args = [*made_by.args, *(k.value for k in made_by.keywords if k.arg == "devices")]
+                if devices is not None and any(ast.dump(arg) == ast.dump(devices) for arg in args):
+                    return "a strategy built from `devices` has `len(devices)` replicas by construction"
+                plan = [a.value for a in args if isinstance(a, ast.Attribute) and a.attr == "devices"]
+                if isinstance(y, ast.Attribute) and y.attr == "replicas" and any(ast.dump(y.value) == ast.dump(v) for v in plan):
+                    return "a strategy built from `plan.devices` has `plan.replicas` replicas by construction"
+        return ""
+
+    # -- a program's own source text --------------------------------------------------------
+    def _reads_source(self, node: ast.AST) -> bool:
+        """True if ``node`` reads a program's text: a `.py` file, a file a cell wrote, a listing."""
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            name = _call_name(call)
+            if name in SOURCE_CALLS:
+                return True
+            if name in SOURCE_READS and isinstance(call.func, ast.Attribute):
+                receiver = " ".join(self._path_parts(call.func.value, 3))
+                if re.search(r"\.py\b", receiver) or any(Path(w).name in receiver for w in self.written):
+                    return True
+        return False
+
+    def _path_parts(self, node: ast.AST, depth: int) -> Iterator[str]:
+        """The strings a path expression is made of (``Path("a") / f"{n}.py"``, through names),
+        not the arguments of other calls (a command that *ran* a program is not its text)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.value
+        elif isinstance(node, ast.JoinedStr):
+            for value in node.values:
+                yield from self._path_parts(value, depth)
+        elif isinstance(node, ast.BinOp):
+            yield from self._path_parts(node.left, depth)
+            yield from self._path_parts(node.right, depth)
+        elif isinstance(node, ast.Call) and _call_name(node) in ("Path", "PurePath", "open", "joinpath"):
+            for arg in node.args[:1] if _call_name(node) == "open" else node.args:
+                yield from self._path_parts(arg, depth)
+        elif isinstance(node, ast.Name) and node.id in self.made and depth > 0:
+            yield from self._path_parts(self.made[node.id], depth - 1)
+
+    def _tainted(self, node: ast.AST) -> bool:
+        """True if ``node`` reads a program's text or a name holding it (a comprehension's own
+        loop names excepted: they hold what its iterable holds, which is checked itself)."""
+        bound = {n for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in _names(c.target)}
+        return bool((_names(node) - bound) & self.sources) or self._reads_source(node)
+
+    def _track_sources(self, stmt: ast.stmt) -> None:
+        """Names assigned from a program's text (or in a loop/branch over it) hold that text too."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):  # for line in source.splitlines()
+            targets = _names(stmt.target)
+            self.sources = self.sources | targets if self._tainted(stmt.iter) else self.sources - targets
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if self.over_source or self._tainted(stmt.value):
+                self.sources |= {n for t in targets for n in _stored(t) | _names(t)}
+            elif isinstance(stmt, ast.Assign):
+                self.sources -= {t.id for t in targets if isinstance(t, ast.Name)}
+        value = getattr(stmt, "value", None)
+        for name in _stored(stmt) if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else ():
+            chained = isinstance(value, ast.Call) and ast.unparse(value).startswith(name + ".")
+            if not chained:  # `table = table.drop_duplicates(...)`: still made as before
+                self.made.pop(name, None)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            if name not in _names(stmt.value):
+                self.made[name] = stmt.value
+            if isinstance(stmt.value, ast.Call) and _call_name(stmt.value).endswith("Strategy"):
+                self.strategies[name] = stmt.value
+            else:
+                self.strategies.pop(name, None)
+
+    # -- flags and tables the notebook wrote ------------------------------------------------
+    def _constant_of(self, node: ast.expr) -> ast.expr | None:
+        """The literal a name or ``name["key"]`` of a dict literal was last assigned, else None."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node = node.operand
+        if isinstance(node, ast.Name):
+            value = self.known.get(node.id)
+            return value if value is not None and is_literal(value) else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
+            table = self.known.get(node.value.id)
+            if isinstance(table, ast.Dict):
+                for key, value in zip(table.keys, table.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == node.slice.value and is_literal(value):
+                        return value
+        return None
+
+    def _track_records(self, stmt: ast.stmt) -> None:
+        """Rows (dicts) appended to a list, or a list of dict rows: which columns hold literals only."""
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name, value = stmt.targets[0].id, stmt.value
+            rows = value.elts if isinstance(value, (ast.List, ast.Tuple)) else None
+            self.records.pop(name, None)
+            if rows is not None:
+                self.records[name] = {}
+                for row in rows:
+                    self._add_record(name, row)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id in self.records:
+            rows = stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
+            for row in rows:  # rows += [dict(...), ...]
+                self._add_record(stmt.target.id, row)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _call_name(stmt.value) == "append":
+            f = stmt.value.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.records:
+                self._add_record(f.value.id, stmt.value.args[0] if stmt.value.args else f)
+
+    def _add_record(self, name: str, row: ast.expr) -> None:
+        """Count, per key of a dict row appended to ``name``, whether its value is a literal."""
+        if name not in self.records:
+            return  # a row we could not read came before
+        if isinstance(row, ast.Dict):
+            pairs = [(k.value, v) for k, v in zip(row.keys, row.values, strict=True) if isinstance(k, ast.Constant)]
+        elif isinstance(row, ast.Call) and _call_name(row) == "dict" and not row.args:
+            pairs = [(k.arg, k.value) for k in row.keywords if k.arg]
+        else:
+            self.records.pop(name, None)  # a row we cannot read: nothing known about the columns
+            return
+        for key, value in pairs:
+            literal, rows = self.records[name].get(key, (0, 0))
+            self.records[name][key] = (literal + is_literal(value), rows + 1)
+
+    def _rows_of(self, table: ast.expr) -> str:
+        """The list of dict rows a table was made from (``pd.DataFrame(rows, …)``, then
+        ``table.drop_duplicates(…)``, …), or ""."""
+        for _ in range(5):  # a few steps back: names may refer to each other in a cycle
+            if not isinstance(table, ast.Name) or table.id not in self.made:
+                break
+            if table.id in self.records:
+                return table.id
+            made = self.made[table.id]
+            if isinstance(made, ast.Call) and _call_name(made) == "DataFrame" and made.args:
+                table = made.args[0]
+            elif isinstance(made, ast.Call) and isinstance(made.func, ast.Attribute):
+                table = made.func.value  # a method of the table returns the table, changed
+            else:
+                table = made
+        return table.id if isinstance(table, ast.Name) and table.id in self.records else ""
+
+    def _literal_column(self, node: ast.expr) -> tuple[int, int]:
+        """(rows set to a literal, rows) of the column ``table["key"].all()`` or ``all(r["key"] for r
+        in rows)`` tests, (0, 0) if unknown: a literal row passes whatever the notebook observed."""
+        if isinstance(node, ast.Call) and _call_name(node) in ("all", "any"):
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Subscript):
+                column = node.func.value
+                rows = self._rows_of(column.value)
+                key = column.slice.value if isinstance(column.slice, ast.Constant) else None
+                return self.records[rows].get(key, (0, 0)) if rows else (0, 0)
+            if node.args and isinstance(node.args[0], ast.GeneratorExp):
+                gen = node.args[0]
+                loop, elt = gen.generators[0], gen.elt
+                if isinstance(loop.iter, ast.Name) and isinstance(elt, ast.Subscript) and isinstance(elt.slice, ast.Constant):
+                    return self.records.get(loop.iter.id, {}).get(elt.slice.value, (0, 0))
+        return (0, 0)
+
+    def _self_set(self, node: ast.AST, test: ast.expr) -> bool:
+        """Flag ``assert flag`` after ``flag = True`` and ``len(table) == 7`` of a literal table."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        for part in parts:
+            literal, rows = self._literal_column(part)
+            if literal:
+                self._flag(node, f"`{ast.unparse(part)}`: the notebook wrote a literal in {literal} of its {rows} rows")
+                return True
+            if self._constant_of(part) is not None:
+                self._flag(node, f"asserts `{ast.unparse(part)}`, a value the notebook itself set to a literal")
+                return True
+            if isinstance(part, ast.Compare) and len(part.ops) == 1:
+                for x, y in ((part.left, part.comparators[0]), (part.comparators[0], part.left)):
+                    seq = _len_of(x)
+                    made = self.made.get(seq.id) if isinstance(seq, ast.Name) else None
+                    if isinstance(made, ast.Call) and _call_name(made) in ("DataFrame", "dict", "Series") and made.args:
+                        made = made.args[0]
+                    if isinstance(made, (ast.List, ast.Tuple, ast.Dict, ast.Set)) and _number(y) is not None:
+                        self._flag(node, f"`len({ast.unparse(seq)})` of a table written as a literal: its length is the code's")
+                        return True
+        return False
 
     def _weak_bounds(self, node: ast.AST, test: ast.expr, over: str = "") -> bool:
         """Flag sign-only checks and 100× bands in ``test`` (also inside ``and`` and ``all(…)``;
@@ -374,6 +717,8 @@ class Checker:
             self.check_try(stmt, following)
         if isinstance(stmt, ast.With):
             self.check_raises(stmt)
+        self._track_sources(stmt)
+        self._track_records(stmt)
         self._forget(self._mutated(stmt))
         if isinstance(stmt, ast.With) or self._impure_calls(stmt):
             # the world may have changed: a value read by a call earlier (a measurement, e.g. the
@@ -384,14 +729,25 @@ class Checker:
             name = stmt.targets[0].id
             if name not in _names(stmt.value):
                 self.known[name] = stmt.value
+        over_source = self.over_source
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.If, ast.While)):
+            # a branch or loop decided by a program's text: what it sets says what the text holds
+            self.over_source = over_source or self._tainted(getattr(stmt, "iter", None) or stmt.test)
         for field in ("body", "orelse", "finalbody"):
             block = getattr(stmt, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 self.run_block(block)
+        self.over_source = over_source
         for handler in getattr(stmt, "handlers", []):
             self.run_block(handler.body)
+        if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)):
+            self._forget(_stored(stmt))  # assigned in a branch, a loop or a try: it may not have run
 
     def run_cell(self, index: int, source: str) -> None:
+        first = source.lstrip().split("\n", 1)[0].split()
+        if first[:1] == ["%%writefile"] and len(first) > 1:
+            self.written.add(first[-1])  # the program's own text: what the cell shows
+        source = strip_magics(source)
         where = self.where
         self.cell = source
         try:
@@ -423,10 +779,15 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path)
     args = parser.parse_args(list(argv) if argv is not None else None)
     paths = args.notebooks or sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-    findings = [f for path in paths for f in check_notebook(path)]
-    for finding in findings:
-        print(finding)
-    return 1 if findings else 0
+    failing = 0
+    for path in paths:  # the report: per notebook, what is flagged, then what is allowed and why
+        findings = check_notebook(path)
+        flagged = [f for f in findings if not f.allowed]
+        failing += len(flagged)
+        print(f"{path.name}: {len(flagged)} flagged, {len(findings) - len(flagged)} allowed")
+        for finding in sorted(findings, key=lambda f: bool(f.allowed)):
+            print("  " + str(finding))
+    return 1 if failing else 0
 
 
 if __name__ == "__main__":
