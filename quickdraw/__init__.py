@@ -99,7 +99,7 @@ from quickdraw.real import (
     verify_real_test_set,
 )
 from quickdraw.render import default_line_width, render, render_batch, render_points
-from quickdraw.shards import write_shards
+from quickdraw.shards import ensure_shards, write_shards
 from quickdraw.synthetic import CLASSES as BUILTIN_CLASSES
 from quickdraw.synthetic import builtin_dir, ensure_builtin_data, generate_builtin, load_arrays
 
@@ -149,6 +149,7 @@ __all__ = [
     "write_kaggle_csv",
     "write_ndjson",
     "write_shards",
+    "ensure_shards",
 ]
 
 _LAZY = {"KAGGLE_INSTRUCTIONS", "download_google", "google_url"}

@@ -8,16 +8,31 @@ Examples (from the project root)::
     python scripts/train_quickdraw.py --model compact --image-size 32 --epochs 2 \\
         --strategy mirrored --logical-devices 2 --checkpoint-dir /tmp/qd
 
-    # real data (Kaggle train_simplified/*.csv, Google simplified|raw/*.ndjson or
-    # numpy_bitmap/*.npy), the Greyscale-MobileNet setting, all GPUs of this machine
+    # real data (Kaggle train_simplified/*.csv or Google simplified|raw/*.ndjson), the
+    # default path: the class files shuffled once into class-balanced TFRecord shards
+    # (written by one process per core into <data>/tfrecords-64, reused later), each worker
+    # reading its own shard files; epochs of 800 steps, 20,000 validation drawings
     python scripts/train_quickdraw.py --data ~/quickdraw --image-size 64 --model mobilenet \\
-        --strategy mirrored --batch-size 512 --epochs 20 --checkpoint-dir ckpt/run1 \\
-        --predict ~/quickdraw/test_simplified.csv --submission submission.csv
+        --strategy mirrored --batch-size 680 --steps-per-epoch 800 --epochs 16 \\
+        --checkpoint-dir ckpt/run1 --predict ~/quickdraw/test_simplified.csv --submission submission.csv
+
+    # the slow, simple alternative: read the CSVs directly (Python parses every row on every
+    # read, and under multiworker every worker parses all of them): for a few classes
+    python scripts/train_quickdraw.py --data ~/quickdraw --input csv ...
 
     # several machines: the same command on each, with its own TF_CONFIG (see docs/capstone.md)
     TF_CONFIG='{"cluster": {"worker": ["node1:2222", "node2:2222"]},
                 "task": {"type": "worker", "index": 0}}' \\
     python scripts/train_quickdraw.py --strategy multiworker --data /shared/quickdraw ...
+
+The default input path for stroke files (``--input shards``): a manifest with the counts,
+written once; the drawings shuffled once into pre-shuffled, class-balanced TFRecord shards
+(``quickdraw.ensure_shards``: parsed and validated in one process per core; the chief
+writes them, the other workers wait for its manifest); ``FILE`` auto-sharding, one input
+pipeline per worker reading only its own shard files; step-based epochs
+(``--steps-per-epoch``) and a bounded validation set (``--val-limit``); the submission
+checked against the key ids of the test file itself. ``.npy`` bitmaps and shard folders are
+read as they are.
 
 One training loop serves every strategy: a custom loop with ``strategy.run`` (Keras 3's
 ``fit`` fails under MultiWorkerMirroredStrategy, keras-team/keras#20585). ``--batch-size``
@@ -51,6 +66,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 STRATEGIES = ("default", "mirrored", "multiworker")
+SMALL_SOURCE_BYTES = 50_000_000  # below this, shards are written in this process
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,8 +82,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a folder of Kaggle train_simplified/*.csv, Google *.ndjson or *.npy files, "
         "or TFRecord shards; or builtin:smoke / builtin:full for the built-in doodles",
     )
+    d.add_argument(
+        "--input",
+        default="shards",
+        choices=["shards", "csv"],
+        help="shards: shuffle stroke files once into class-balanced TFRecord shards and train from them "
+        "(fast; each worker reads its own files); csv: read the class files directly (slow and simple: "
+        "Python parses every row on every read, every worker parses all rows; for a few classes)",
+    )
+    d.add_argument("--shards", type=int, default=64, help="number of shard files per split (>= workers)")
+    d.add_argument("--shards-dir", default=None, help="where the shards go (default: <data>/tfrecords-<shards>)")
+    d.add_argument("--shard-workers", type=int, default=None,
+                   help="processes writing shards (default: one per core above 50 MB of files, else 1)")
     d.add_argument("--limit-per-class", type=int, default=None, help="use at most N drawings per class")
     d.add_argument("--val-fraction", type=float, default=0.1, help="share of key_ids held out")
+    d.add_argument("--val-limit", type=int, default=20_000,
+                   help="evaluate on at most about N validation drawings (0: all of them)")
     d.add_argument("--image-size", type=int, default=64)
     d.add_argument(
         "--encoding",
@@ -80,6 +110,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     m.add_argument("--alpha", type=float, default=1.0, help="MobileNet width multiplier")
     m.add_argument("--bn-momentum", type=float, default=0.9, help="batch-norm momentum (0.99 for long runs)")
     m.add_argument("--epochs", type=int, default=10)
+    m.add_argument("--steps-per-epoch", type=int, default=None,
+                   help="steps per epoch (default: one pass over the training drawings)")
     m.add_argument("--batch-size", type=int, default=256, help="global batch size (all replicas)")
     m.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (Adam, warm-up + cosine)")
     m.add_argument("--warmup-epochs", type=float, default=0.5)
@@ -105,6 +137,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--batch-size must be >= 1, --epochs >= 0, --image-size >= 16")
     if args.logical_devices < 1:
         p.error("--logical-devices must be >= 1")
+    if args.shards < 1 or args.val_limit < 0 or (args.steps_per_epoch is not None and args.steps_per_epoch < 1):
+        p.error("--shards and --steps-per-epoch must be >= 1, --val-limit >= 0")
     if args.submission and not args.predict:
         p.error("--submission needs --predict test_simplified.csv")
     return args
@@ -168,8 +202,9 @@ def task_info(strategy: Any) -> tuple[bool, str, int]:
 
 @dataclass
 class DataPlan:
-    """What to read and how many steps: the data, its encoding and labels, the split sizes and
-    the global batch (``--batch-size``) over the strategy's replicas."""
+    """What to read and how many steps: the data (shards by default), its encoding and labels,
+    the split sizes, the global batch (``--batch-size``) over the strategy's replicas, and the
+    validation batches each evaluation reads (``--val-limit``)."""
 
     data: Path
     bitmaps: bool
@@ -181,47 +216,88 @@ class DataPlan:
     global_batch: int
     steps_per_epoch: int
     total_steps: int
+    val_steps: int | None = None  # None: every validation drawing
+    source: Path | None = None  # the files the shards were written from
+    shards_written: bool = False
 
     @property
     def channels(self) -> int:
         return 3 if self.encoding == "rgb" else 1
 
+    @property
+    def n_val_evaluated(self) -> int:
+        return self.n_val if self.val_steps is None else min(self.n_val, self.val_steps * self.global_batch)
 
-def plan_data(args: argparse.Namespace, replicas: int) -> DataPlan:
-    """Resolve ``--data``, count the drawings of each split and check the batch against them."""
+
+def shard_source(args: argparse.Namespace, data: Path, is_chief: bool, say: Any) -> tuple[Path, bool]:
+    """``--input shards`` for stroke files: the shards of ``data`` (written once, by the chief;
+    the other workers wait for them) and whether they were written now; else ``data``."""
+    import quickdraw as qd
+    from quickdraw.pipeline import _resolve
+
+    if args.input != "shards" or _resolve(data, None)[0] != "csv_ndjson":
+        return data, False
+    out = Path(args.shards_dir).expanduser() if args.shards_dir else (data if data.is_dir() else data.parent) / f"tfrecords-{args.shards}"
+    if is_chief:
+        say(f"shards: {out} (written once from {data}, then reused)")
+    workers = args.shard_workers
+    if workers is None:  # a process per core pays for its start (~5 s: it imports TensorFlow) above ~50 MB
+        workers = None if sum(f.stat().st_size for f in _resolve(data, None)[1]) > SMALL_SOURCE_BYTES else 1
+    t0 = time.perf_counter()
+    manifest, written = qd.ensure_shards(
+        data, out, num_shards=args.shards, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class,
+        write=is_chief, wait_seconds=2 * 3600, workers=workers, progress=not args.no_progress,
+    )  # fmt: skip
+    if written:
+        total = sum(manifest["counts"].values())
+        say(f"wrote {total:,} drawings into {2 * args.shards} shards in {time.perf_counter() - t0:.1f} s")
+    return out, written
+
+
+def plan_data(args: argparse.Namespace, replicas: int, is_chief: bool = True, say: Any = print) -> DataPlan:
+    """Resolve ``--data`` (into shards by default), count the drawings of each split (from the
+    manifests: no parse after the first), and size the epochs and the validation pass."""
     import quickdraw as qd
 
-    data = resolve_data(args.data)
-    bitmaps = is_bitmap_source(data)
+    source = resolve_data(args.data)
+    bitmaps = is_bitmap_source(source)
+    data, written = shard_source(args, source, is_chief, say)
     encoding = args.encoding if args.encoding != "auto" else ("plain" if bitmaps else "order")
-    counted = {
-        split: qd.count_examples(data, split=split, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
-        for split in ("train", "val")
-    }
+    limit = None if data != source else args.limit_per_class  # the shards hold the limited set already
+    counted = {split: qd.count_examples(data, split=split, val_fraction=args.val_fraction, limit_per_class=limit)
+               for split in ("train", "val")}  # fmt: skip
     if args.batch_size % replicas:
         raise SystemExit(f"--batch-size {args.batch_size} is not a multiple of the {replicas} replicas")
-    steps_per_epoch = counted["train"] // args.batch_size
-    if steps_per_epoch < 1:
+    if counted["train"] < args.batch_size:
         raise SystemExit(f"{counted['train']} training drawings are fewer than one batch of {args.batch_size}")
+    steps_per_epoch = args.steps_per_epoch or counted["train"] // args.batch_size
+    val_steps = -(-args.val_limit // args.batch_size) if 0 < args.val_limit < counted["val"] else None
     return DataPlan(data, bitmaps, encoding, qd.resolve_labels(data), counted["train"], counted["val"], replicas,
-                    args.batch_size, steps_per_epoch, steps_per_epoch * args.epochs)
+                    args.batch_size, steps_per_epoch, steps_per_epoch * args.epochs, val_steps,
+                    source if data != source else None, written)  # fmt: skip
 
 
 def make_inputs(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> tuple[Any, Any]:
     """The distributed training (repeated, whole batches) and validation datasets: one
-    pipeline per worker, each shard batched to the per-replica batch."""
+    pipeline per worker, each shard batched to the per-replica batch; the validation pass
+    bounded to ``plan.val_steps`` global batches (shards are pre-shuffled: a random sample)."""
     import quickdraw as qd
 
+    limit = None if plan.source is not None else args.limit_per_class
     common = dict(labels=plan.labels, image_size=args.image_size, encoding=plan.encoding,
-                  val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
+                  val_fraction=args.val_fraction, limit_per_class=limit)
 
     def train_input(ctx: Any) -> Any:
         return qd.make_dataset(plan.data, split="train", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
                                repeat=True, drop_remainder=True, input_context=ctx, seed=args.seed, **common)
 
     def val_input(ctx: Any) -> Any:
-        return qd.make_dataset(plan.data, split="val", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
-                               input_context=ctx, **common)
+        ds = qd.make_dataset(plan.data, split="val", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
+                             input_context=ctx, **common)
+        if plan.val_steps is None:
+            return ds
+        # each global batch takes one batch per local replica from this worker's pipeline
+        return ds.take(plan.val_steps * plan.replicas // ctx.num_input_pipelines)
 
     return strategy.distribute_datasets_from_function(train_input), strategy.distribute_datasets_from_function(val_input)
 
@@ -457,9 +533,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     tf.get_logger().setLevel("ERROR")
     task = task_info(strategy)
     say = print if task[0] else (lambda *a, **k: None)
-    plan = plan_data(args, strategy.num_replicas_in_sync)
+    plan = plan_data(args, strategy.num_replicas_in_sync, task[0], say)
     say(f"data {plan.data} ({'numpy bitmaps' if plan.bitmaps else 'strokes'}, encoding {plan.encoding}): "
-        f"{len(plan.labels)} classes, {plan.n_train} train / {plan.n_val} val drawings")
+        f"{len(plan.labels)} classes, {plan.n_train} train / {plan.n_val} val drawings "
+        f"({plan.n_val_evaluated} evaluated each epoch)")
+    if plan.source is None and args.strategy == "multiworker" and not plan.bitmaps and not any(plan.data.glob("*.tfrecord")):
+        say("note: --input csv under multiworker: every worker parses every row and keeps its share (slow)")
     say(f"strategy {type(strategy).__name__}: {plan.replicas} replicas, global batch {plan.global_batch} "
         f"({plan.global_batch // plan.replicas} per replica), {plan.steps_per_epoch} steps/epoch")
     datasets = make_inputs(args, strategy, plan)
@@ -487,7 +566,7 @@ def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, 
         return float(sum(np.abs(np.asarray(v)).sum(dtype=np.float64) for v in variables))
 
     return {
-        "data": "built-in doodles" if args.data.startswith("builtin:") else str(plan.data),
+        "data": "built-in doodles" if args.data.startswith("builtin:") else str(plan.source or plan.data),
         "format": "numpy bitmaps" if plan.bitmaps else "strokes",
         "classes": len(plan.labels),
         "image_size": args.image_size,
@@ -500,6 +579,10 @@ def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, 
         "epochs": args.epochs,
         "train_examples": plan.n_train,
         "val_examples": plan.n_val,
+        "val_evaluated": plan.n_val_evaluated,
+        "input": "shards" if plan.source is not None or any(plan.data.glob("*.tfrecord")) else "files",
+        "shards_written": plan.shards_written,
+        "steps_per_epoch": plan.steps_per_epoch,
         "resumed_from_step": start_step,
         "steps": progress.step,
         "seconds": progress.seconds,

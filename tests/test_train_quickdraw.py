@@ -144,20 +144,50 @@ def test_numpy_bitmaps(tmp_path: Path) -> None:
     assert 0 < res["val_examples"] <= 16 and res["replicas"] == 2
 
 
-@pytest.mark.slow
-def test_two_workers(tiny_data: Path, tmp_path: Path) -> None:
-    from infra.cluster import run_workers
+@pytest.fixture(scope="module")
+def kaggle_scale_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generator of ``make bench`` (1 M rows there), tiny: 3,000 rows of 4 uneven classes."""
+    from quickdraw.kaggle_scale import write_kaggle_scale
 
-    args = ["--strategy", "multiworker", "--data", str(tiny_data), *TINY, "--epochs", "1", "--max-steps", "3"]
+    return write_kaggle_scale(tmp_path_factory.mktemp("scale") / "kaggle", 3000, pool=50, test_per_class=15,
+                              classes=["circle", "square", "triangle", "star"])  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_workers_rehearse_the_real_data_path(kaggle_scale_data: Path, tmp_path: Path) -> None:
+    """The default path end to end with 2 workers: Kaggle-layout CSVs -> class-balanced shards
+    (written once by the chief; the other worker waits) -> one pipeline per worker ->
+    step-based epochs, bounded validation -> training -> a submission checked against the
+    test file's own key ids."""
+    import csv
+
+    from infra.cluster import run_workers
+    from utils.submission import validate_submission
+
+    shards, submission = tmp_path / "shards", tmp_path / "submission.csv"
+    args = ["--strategy", "multiworker", "--data", str(kaggle_scale_data), *TINY, "--epochs", "2",
+            "--steps-per-epoch", "2", "--val-limit", "64", "--shards", "4", "--shards-dir", str(shards),
+            "--predict", str(kaggle_scale_data / "test_simplified.csv"), "--submission", str(submission)]  # fmt: skip
     result = run_workers(
         SCRIPT, num_workers=2, args=[*args, "--checkpoint-dir", str(tmp_path / "mw")], timeout=300
     )
     chief, other = result.reports
     assert chief["chief"] and not other["chief"]
     assert chief["replicas"] == other["replicas"] == 2 and chief["workers"] == 2
-    assert chief["steps"] == other["steps"] == 3
+    assert chief["input"] == other["input"] == "shards"
+    assert chief["shards_written"] and not other["shards_written"]  # written once, by the chief
+    assert chief["steps"] == other["steps"] == 4 and chief["steps_per_epoch"] == 2
+    assert chief["val_evaluated"] == 64 < chief["val_examples"]  # bounded: 2 global batches of 32
     assert chief["trainable_sum"] == pytest.approx(other["trainable_sum"], rel=1e-6)
     assert chief["map3"] == pytest.approx(other["map3"])  # metrics are summed over workers
+    manifest = json.loads((shards / "manifest.json").read_text())
+    assert sum(manifest["counts"].values()) == 3000  # every row of the CSVs, once
+    assert manifest["counts_per_class"]["train"][0] < manifest["counts_per_class"]["train"][3]  # uneven classes
+    # the submission: one row per key id of the test file (read here, apart from the script), 3 names each
+    with (kaggle_scale_data / "test_simplified.csv").open(newline="") as f:
+        expected = [int(row["key_id"]) for row in csv.DictReader(f)]
+    report = validate_submission(submission, ["circle", "square", "triangle", "star"], expected_key_ids=expected)
+    assert report.rows == len(expected) == 60 and chief["submission"]["rows"] == 60
     assert not (tmp_path / "mw" / ".workers").exists()
     # every worker saved the model (TensorFlow's multi-worker tutorial): the chief into the
     # checkpoint folder, the other into its scratch folder, deleted since
