@@ -106,7 +106,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="how strokes become pixels (auto: order for strokes, plain for .npy bitmaps)",
     )
     m = p.add_argument_group("model and training")
-    m.add_argument("--model", default="mobilenet", choices=["mobilenet", "compact"])
+    m.add_argument("--model", default="mobilenet", choices=["mobilenet", "compact", "resnet50"],
+                   help="resnet50: keras.applications.ResNet50, a larger backbone like the winners' ResNets")
+    m.add_argument("--pretrained", action="store_true",
+                   help="resnet50 from ImageNet weights (downloaded by Keras; needs --encoding rgb); "
+                   "default: random initialisation")
     m.add_argument("--alpha", type=float, default=1.0, help="MobileNet width multiplier")
     m.add_argument("--bn-momentum", type=float, default=0.9, help="batch-norm momentum (0.99 for long runs)")
     m.add_argument("--epochs", type=int, default=10)
@@ -116,6 +120,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     m.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (Adam, warm-up + cosine)")
     m.add_argument("--warmup-epochs", type=float, default=0.5)
     m.add_argument("--seed", type=int, default=42)
+    m.add_argument("--mixed-precision", default="none", choices=["none", "float16", "bfloat16"],
+                   help="compute in 16 bits, variables in 32 (float16: GPUs, with loss scaling; bfloat16: CPUs, TPUs)")
+    m.add_argument("--xla", action="store_true", help="compile each replica's forward and backward pass with XLA")
     s = p.add_argument_group("distribution")
     s.add_argument("--strategy", default="default", choices=STRATEGIES)
     s.add_argument(
@@ -131,6 +138,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     c.add_argument("--results", default=None, help="results JSON (default: <checkpoint-dir>/results.json)")
     c.add_argument("--predict", default=None, help="a test_simplified.csv to predict after training")
     c.add_argument("--submission", default=None, help="where to write the Kaggle submission CSV")
+    c.add_argument("--tta", action="store_true",
+                   help="test-time augmentation: average each test drawing's probabilities with its mirror image's")
+    c.add_argument("--ensemble", nargs="+", default=[], metavar="MODEL.keras",
+                   help="saved models (same classes, size, encoding) whose probabilities are averaged with this one's")
     c.add_argument("--no-progress", action="store_true", help="no tqdm bar (one line per epoch)")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.epochs < 0 or args.image_size < 16:
@@ -141,6 +152,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--shards and --steps-per-epoch must be >= 1, --val-limit >= 0")
     if args.submission and not args.predict:
         p.error("--submission needs --predict test_simplified.csv")
+    if (args.tta or args.ensemble) and not args.predict:
+        p.error("--tta and --ensemble act on --predict test_simplified.csv")
+    if args.pretrained and (args.model != "resnet50" or args.encoding != "rgb"):
+        p.error("--pretrained needs --model resnet50 and --encoding rgb (ImageNet weights expect 3 channels)")
     return args
 
 
@@ -323,24 +338,48 @@ class Trainer:
         return {name: float(metric.result()) for name, metric in self.val_metrics.items()}
 
 
+def make_model(args: argparse.Namespace, num_classes: int, channels: int) -> Any:
+    """The ``--model``: notebook 06's MobileNet or compact CNN (``utils.models.build_model``),
+    or ResNet-50 from ``keras.applications`` (random initialisation; ImageNet weights only with
+    ``--pretrained``, which Keras downloads)."""
+    import keras
+    from keras import layers
+
+    from utils.models import build_model
+
+    if args.model != "resnet50":
+        return build_model(args.model, num_classes, args.image_size, channels, alpha=args.alpha,
+                           bn_momentum=args.bn_momentum)  # fmt: skip
+    inputs = keras.Input((args.image_size, args.image_size, channels))
+    # ImageNet weights expect pixels 0-255 around their mean (~117); random weights do not mind
+    x = layers.Rescaling(255.0, offset=-117.0)(inputs) if args.pretrained else inputs
+    backbone = keras.applications.ResNet50(include_top=False, weights="imagenet" if args.pretrained else None,
+                                           input_shape=(args.image_size, args.image_size, channels), pooling="avg")
+    x = layers.Dropout(0.2)(backbone(x))
+    return keras.Model(inputs, layers.Dense(num_classes, dtype="float32", name="logits")(x), name="doodle_resnet50")
+
+
 def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Trainer:
-    """Model, optimizer (warm-up + cosine) and metrics in the strategy's scope; the train and
-    eval steps run on every replica with ``strategy.run``."""
+    """Model, optimizer (warm-up + cosine; loss scaling under float16) and metrics in the
+    strategy's scope; the train and eval steps run on every replica with ``strategy.run``,
+    each replica's forward and backward pass compiled with XLA under ``--xla``."""
     import keras
     import tensorflow as tf
 
     from utils.metrics import MapAtK
-    from utils.models import build_model
 
+    if args.mixed_precision != "none":  # before the model is built: its layers take the policy
+        keras.mixed_precision.set_global_policy(f"mixed_{args.mixed_precision}")
     with strategy.scope():
-        model = build_model(args.model, len(plan.labels), args.image_size, plan.channels, alpha=args.alpha,
-                            bn_momentum=args.bn_momentum)
+        model = make_model(args, len(plan.labels), plan.channels)
         warmup = min(int(args.warmup_epochs * plan.steps_per_epoch), max(plan.total_steps - 1, 0))
         schedule = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=args.lr / 10, decay_steps=max(plan.total_steps - warmup, 1), alpha=0.01,
             warmup_target=args.lr, warmup_steps=warmup,
         )
         optimizer = keras.optimizers.Adam(schedule)
+        if args.mixed_precision == "float16":  # float16 gradients underflow without a loss scale
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)  # Keras 3: build in the scope before strategy.run
         train_loss, train_acc = keras.metrics.Mean("loss"), keras.metrics.SparseCategoricalAccuracy("accuracy")
         val_metrics = {"val_loss": keras.metrics.Mean("val_loss"),
@@ -348,13 +387,20 @@ def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Tr
                        "top3": keras.metrics.SparseTopKCategoricalAccuracy(k=3, name="top3"), "map3": MapAtK(k=3)}
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
-    def replica_train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    def forward_backward(images: tf.Tensor, y: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor]:
         with tf.GradientTape() as tape:
-            logits = model(images, training=True)
+            logits = tf.cast(model(images, training=True), tf.float32)  # the loss in float32 always
             loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=plan.global_batch)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-        grads = tape.gradient(loss, model.trainable_variables)
+            scaled = optimizer.scale_loss(loss)  # the loss itself unless float16's loss scale applies
+        return loss, tape.gradient(scaled, model.trainable_variables), logits
+
+    if args.xla:  # XLA compiles this replica's work; the all-reduce in apply_gradients stays outside
+        forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    def replica_train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        loss, grads, logits = forward_backward(images, y)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         train_acc.update_state(y, logits)
         return loss
@@ -363,7 +409,7 @@ def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Tr
         # The last, short batch may leave a replica with 0 examples, and on CPUs TF 2.21's
         # oneDNN Conv2D fails on an empty batch: skip the model call then.
         if tf.shape(images)[0] > 0:
-            logits = model(images, training=False)
+            logits = tf.cast(model(images, training=False), tf.float32)
             val_metrics["val_loss"].update_state(loss_fn(y, logits))
             for name in ("top1", "top3", "map3"):
                 val_metrics[name].update_state(y, logits)
@@ -571,7 +617,11 @@ def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, 
         "classes": len(plan.labels),
         "image_size": args.image_size,
         "encoding": plan.encoding,
-        "model": args.model if args.model == "compact" else f"mobilenet (alpha {args.alpha})",
+        "model": f"mobilenet (alpha {args.alpha})" if args.model == "mobilenet" else args.model,
+        "pretrained": args.pretrained,
+        "mixed_precision": args.mixed_precision,
+        "xla": args.xla,
+        "conv_compute_dtype": _conv_compute_dtype(trainer.model),
         "strategy": args.strategy,
         "replicas": plan.replicas,
         "workers": _num_workers() if args.strategy == "multiworker" else 1,
@@ -617,11 +667,29 @@ def write_results(args: argparse.Namespace, results: dict[str, Any], trainer: Tr
         report(**{k: v for k, v in results.items() if k != "history"}, chief=is_chief, task=f"{task_type}:{task_id}")
 
 
+def _conv_compute_dtype(model: Any) -> str | None:
+    """The dtype the model's first convolution computes in (float16/bfloat16 under mixed precision)."""
+    import keras
+
+    convs = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Conv2D)]
+    return convs[0].compute_dtype if convs else None
+
+
 def _num_workers() -> int:
     """Number of workers in TF_CONFIG (1 without it)."""
     cfg = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
     cluster = cfg.get("cluster", {})
     return max(1, len(cluster.get("worker", [])) + len(cluster.get("chief", [])))
+
+
+def ensemble_probabilities(models: list[Any], images: Any, tta: bool) -> Any:
+    """The class probabilities of ``models`` averaged, each on ``images`` and, with ``tta``,
+    on their mirror images too (left-right flips: a doodle mirrored is the same class)."""
+    import tensorflow as tf
+
+    views = [images, tf.image.flip_left_right(images)] if tta else [images]
+    probs = [tf.nn.softmax(tf.cast(m(v, training=False), tf.float32)) for m in models for v in views]
+    return tf.add_n(probs) / len(probs)
 
 
 def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encoding: str) -> dict[str, Any]:
@@ -630,6 +698,7 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     If a ``test_solution.csv`` (``key_id,word``) lies beside it, as for the built-in
     doodles, the submission's MAP@3 is computed too.
     """
+    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -642,7 +711,8 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
         test, split="all", image_size=args.image_size, batch_size=256, encoding=encoding,
         labels=labels, shuffle=False, with_key_id=True,
     )  # fmt: skip
-    predict = tf.function(lambda x: model(x, training=False))
+    members = [model] + [keras.models.load_model(p) for p in args.ensemble]  # saved models: probabilities averaged
+    predict = tf.function(lambda x: ensemble_probabilities(members, x, args.tta))
     keys, tops = [], []
     for images, _, key_ids in ds:
         tops.append(top_k_indices(predict(images).numpy(), 3))
@@ -654,7 +724,7 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     with test.open(newline="") as f:  # the key ids Kaggle expects: every row of the test file, read apart
         expected = [int(row["key_id"]) for row in csv.DictReader(f)]
     report = validate_submission(out, labels.names, expected_key_ids=expected)
-    info: dict[str, Any] = {"path": str(out), "rows": report.rows}
+    info: dict[str, Any] = {"path": str(out), "rows": report.rows, "members": len(members), "tta": args.tta}
     solution = test.with_name("test_solution.csv")
     if solution.is_file():
         with solution.open(newline="") as f:
