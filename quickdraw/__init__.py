@@ -37,6 +37,7 @@ tf.data (batched ``(float32 images (B, H, W, C) in [0, 1], int32 labels)``)::
 One-time shuffle into TFRecord shards (FILE autoshard across workers)::
 
     qd.write_shards(path, "data/shards/smoke", num_shards=8)   # tqdm progress bars
+    qd.ensure_shards(path, "data/shards/smoke", num_shards=8)  # the same, once: reused while the manifest matches
     train = qd.make_dataset("data/shards/smoke", split="train", image_size=32)
 
 Real data (never downloaded unless you call this; see quickdraw/README.md)::
