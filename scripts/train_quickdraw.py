@@ -259,10 +259,13 @@ def shard_source(args: argparse.Namespace, data: Path, is_chief: bool, say: Any)
     if workers is None:  # a process per core pays for its start (~5 s: it imports TensorFlow) above ~50 MB
         workers = None if sum(f.stat().st_size for f in _resolve(data, None)[1]) > SMALL_SOURCE_BYTES else 1
     t0 = time.perf_counter()
-    manifest, written = qd.ensure_shards(
-        data, out, num_shards=args.shards, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class,
-        write=is_chief, wait_seconds=2 * 3600, workers=workers, progress=not args.no_progress,
-    )  # fmt: skip
+    try:
+        manifest, written = qd.ensure_shards(
+            data, out, num_shards=args.shards, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class,
+            write=is_chief, wait_seconds=2 * 3600, workers=workers, progress=not args.no_progress,
+        )  # fmt: skip
+    except PermissionError as e:  # e.g. a read-only data folder
+        raise SystemExit(f"cannot write the shards into {out} ({e}); choose a folder with --shards-dir") from e
     if written:
         total = sum(manifest["counts"].values())
         say(f"wrote {total:,} drawings into {2 * args.shards} shards in {time.perf_counter() - t0:.1f} s")
