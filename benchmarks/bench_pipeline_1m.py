@@ -3,13 +3,15 @@
 Kaggle's Quick, Draw! training data is 50 million rows of CSV. This benchmark makes, once,
 a file set in the same layout (``train_simplified/<class>.csv``) with ``--rows`` rows
 (default 1,000,000) over the built-in classes, written under ``data/bench/`` (git-ignored;
-generated, never downloaded): a pool of built-in doodles per class, each written many
-times with its own key_id, so every row costs what a real row costs to parse and render.
-Then, in one run, one after another, it measures drawings/second by wall clock and per
-core (drawings per CPU-second of this process and its worker processes):
+generated, never downloaded, by :func:`quickdraw.kaggle_scale.write_kaggle_scale`, the
+generator the rehearsal test uses too: class sizes uneven like the real ones). Then, in one
+run, one after another, it measures drawings/second by wall clock and per core (drawings
+per CPU-second of this process and its worker processes):
 
   reference        ``json.loads`` + the Kaggle "Greyscale MobileNet" kernel's drawing
                    (``cv2.line`` per segment on 256x256, resize to 64), one core
+  renderer         the course's batch renderer alone on parsed drawings (render only),
+                   one core: the yardstick of the goal below
   parse alone      the pipeline's Python parser in ``tf.numpy_function`` (1 and 2
                    parallel calls: threads share Python's lock) against a parser made of
                    TensorFlow string ops (no lock, but no row-level error reports)
@@ -17,6 +19,15 @@ core (drawings per CPU-second of this process and its worker processes):
                    render (batch renderer), the whole million rows once
   write_shards     the one-time conversion to TFRecord shards, parse in worker processes
   shard pipeline   ``make_dataset`` on the shards: no Python parsing, render only
+
+and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
+batch, per core >= 0.8x the renderer's render-only rate) as met or not, and an **estimate**
+(no GPU was measured) of the CPU cores that would feed one NVIDIA T4 at its peak rate with
+the default model (MobileNet, alpha 1, 64x64), from published counts: MobileNet-224 takes
+569 million multiply-adds a forward pass (Howard et al. 2017, arXiv:1704.04861, Table 8),
+which scale with the pixels; a training step costs about 3 forward passes; the T4 peaks at
+8.1 TFLOPS in float32 and 65 TFLOPS in mixed precision (NVIDIA's specification). Real steps
+reach a fraction of the peak, so these are upper bounds on the cores needed.
 
     python benchmarks/bench_pipeline_1m.py                 # 1,000,000 rows
     python benchmarks/bench_pipeline_1m.py --rows 200000   # quicker
@@ -38,42 +49,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 import quickdraw as qd
-from quickdraw.formats import strokes_to_json
-from quickdraw.render import reference_kernel_render
-from quickdraw.synthetic import GENERATOR_VERSION, generate_drawings
+from quickdraw.kaggle_scale import write_kaggle_scale
+from quickdraw.render import reference_kernel_render, render_points_batch
 from utils.config import DATA_DIR
 
-POOL = 200  # distinct doodles per class
+MOBILENET_224_MULT_ADDS = 569e6  # Howard et al. 2017 (arXiv:1704.04861), 1.0 MobileNet-224
+TRAIN_FORWARD_RATIO = 3  # a training step: forward + backward (about twice the forward)
+T4_PEAK_FLOPS = {"float32": 8.1e12, "mixed float16": 65e12}  # NVIDIA T4 specification
+GOAL = 0.8  # issue 33: shard pipeline per core >= 0.8x the renderer's render-only rate
 
 
-def make_rows(root: Path, rows: int) -> Path:
-    """The Kaggle-layout set of ``rows`` rows under ``root`` (reused when complete)."""
-    want = {
-        "rows": rows,
-        "pool": POOL,
-        "generator_version": GENERATOR_VERSION,
-        "classes": list(qd.BUILTIN_CLASSES),
-    }
-    manifest = root / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text()) == want:
-        return root
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "train_simplified").mkdir(parents=True)
-    per = -(-rows // len(qd.BUILTIN_CLASSES))
-    t0 = time.perf_counter()
-    for c, word in enumerate(qd.BUILTIN_CLASSES):
-        pool = [strokes_to_json(d.strokes) for d in generate_drawings(word, POOL, seed=7)]
-        n = min(per, rows - c * per)
-        with open(root / "train_simplified" / f"{word}.csv", "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(("countrycode", "drawing", "key_id", "recognized", "timestamp", "word"))
-            base = 4_600_000_000_000_000 + c * 10_000_000
-            for j in range(n):
-                w.writerow(("US", pool[j % POOL], base + j, "True", "2017-03-01 00:00:00.00000", word))
-    qd.LabelMap(qd.BUILTIN_CLASSES).save(root / "labels.json")
-    manifest.write_text(json.dumps(want) + "\n")
-    print(f"wrote {rows:,} rows in Kaggle layout to {root} in {time.perf_counter() - t0:.0f} s (one-time)")
-    return root
+def gpu_feed_estimate(per_core: float, image_size: int) -> list[tuple[str, float, float]]:
+    """(precision, images/s at the T4's peak, cores at ``per_core`` drawings/s to feed it):
+    an estimate from published FLOP counts, never a measurement."""
+    flops = 2 * MOBILENET_224_MULT_ADDS * (image_size / 224) ** 2 * TRAIN_FORWARD_RATIO
+    return [(name, peak / flops, peak / flops / per_core) for name, peak in T4_PEAK_FLOPS.items()]
 
 
 def cpu_seconds() -> float:
@@ -103,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from quickdraw.pipeline import _file_specs, _row_parser
 
-    root = make_rows(DATA_DIR / "bench" / f"kaggle-{args.rows}", args.rows)
+    t0 = time.perf_counter()
+    root = write_kaggle_scale(DATA_DIR / "bench" / f"kaggle-{args.rows}", args.rows)
+    print(f"{args.rows:,} rows in Kaggle layout in {root} ({time.perf_counter() - t0:.0f} s; made once, then reused)")
     files = sorted((root / "train_simplified").glob("*.csv"))
     labels = qd.resolve_labels(root)
     size, bs = args.image_size, args.batch_size
@@ -123,6 +115,15 @@ def main(argv: list[str] | None = None) -> int:
         return len(texts)
 
     results.append(("reference: JSON -> image (cv2.line on 256x256), 1 core", *timed(reference)))
+    parsed = qd.parse_points_batch(texts)
+
+    def render_only() -> int:
+        for i in range(0, len(parsed), bs):
+            chunk = parsed[i : i + bs]
+            render_points_batch([p for p, _ in chunk], [e for _, e in chunk], size, encoding="order")
+        return len(parsed)
+
+    results.append((f"renderer: render only (batch renderer, batches of {bs}), 1 core", *timed(render_only)))
     cv2.setNumThreads(0)
 
     # parse alone: the pipeline's numpy_function parser vs TensorFlow string ops
@@ -199,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     shards = root.parent / f"{root.name}-shards"
     shutil.rmtree(shards, ignore_errors=True)
     try:
-        rate = timed(lambda: sum(qd.write_shards(root, shards, num_shards=args.shards, progress=False,
-                                                 workers=None)["counts"].values()))  # fmt: skip
+        rate = timed(lambda: sum(qd.ensure_shards(root, shards, num_shards=args.shards, progress=False,
+                                                  workers=None)[0]["counts"].values()))  # fmt: skip
         results.append((f"write_shards (one-time, {cores} worker processes)", *rate))
         results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))
     finally:
@@ -209,11 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'':62s} {'drawings/s':>11s} {'per core':>10s}")
     for name, wall, per_core in results:
         print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
-    ref = results[0][2]
+    ref, render = results[0][2], results[1][2]
     csv_rate, shard_rate = results[-3][2], results[-1][2]
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
           "shuffling and batching)")  # fmt: skip
+    ratio = shard_rate / render
+    print(f"goal (issue 33): shard pipeline per core >= {GOAL}x the renderer's render-only {render:,.0f} "
+          f"drawings/s: {ratio:.2f}x, {'met' if ratio >= GOAL else 'NOT met'}")
+    print(f"\nESTIMATE, not measured (no GPU here): MobileNet alpha 1 at {size}x{size}, one NVIDIA T4 at its peak, "
+          f"fed by the shard pipeline at {shard_rate:,.0f} drawings/s per core")
+    for name, images, need in gpu_feed_estimate(shard_rate, size):
+        print(f"  {name:14s} {images:9,.0f} images/s at peak -> at most {need:4.1f} cores")
     return 0
 
 

@@ -37,6 +37,7 @@ tf.data (batched ``(float32 images (B, H, W, C) in [0, 1], int32 labels)``)::
 One-time shuffle into TFRecord shards (FILE autoshard across workers)::
 
     qd.write_shards(path, "data/shards/smoke", num_shards=8)   # tqdm progress bars
+    qd.ensure_shards(path, "data/shards/smoke", num_shards=8)  # the same, once: reused while the manifest matches
     train = qd.make_dataset("data/shards/smoke", split="train", image_size=32)
 
 Real data (never downloaded unless you call this; see quickdraw/README.md)::
@@ -99,7 +100,7 @@ from quickdraw.real import (
     verify_real_test_set,
 )
 from quickdraw.render import default_line_width, render, render_batch, render_points
-from quickdraw.shards import write_shards
+from quickdraw.shards import ensure_shards, write_shards
 from quickdraw.synthetic import CLASSES as BUILTIN_CLASSES
 from quickdraw.synthetic import builtin_dir, ensure_builtin_data, generate_builtin, load_arrays
 
@@ -149,6 +150,7 @@ __all__ = [
     "write_kaggle_csv",
     "write_ndjson",
     "write_shards",
+    "ensure_shards",
 ]
 
 _LAZY = {"KAGGLE_INSTRUCTIONS", "download_google", "google_url"}

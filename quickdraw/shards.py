@@ -4,8 +4,12 @@ The per-class files of Quick, Draw! are sorted by class, so a shuffle buffer alo
 classes poorly. The well-known Kaggle preprocessing shuffled the data once into K files
 and trained from those; :func:`write_shards` does the same into TFRecord files:
 
-1. read every class file once (a tqdm bar over the files), send each drawing to a random
-   shard of its split (split by key_id, as in ``make_dataset``);
+1. read every class file once (a tqdm bar over the files), deal its drawings out to the
+   shards of their split in turn from a random first shard (split by key_id, as in
+   ``make_dataset``), so every shard holds each class's share to within one drawing:
+   **class-balanced** shards, where every stretch of training sees every class at its
+   overall rate (reading class files round-robin does not: the small classes run out
+   first and the last steps of an epoch see only the large ones);
 2. load each shard (1/K of the data) into memory, shuffle it, and write
    ``<split>-<i>-of-<K>.tfrecord`` (a tqdm bar over the shards).
 
@@ -15,7 +19,8 @@ Training then reads the shards without any Python parsing (``TFRecordDataset``).
 
 ``make_dataset(out_dir, split=...)`` then reads the shards with ``auto_shard_policy =
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
-shards as there will be workers. Each record holds ``drawing`` (strokes packed by
+shards as there will be workers. ``scripts/train_quickdraw.py`` writes them itself, once,
+before training (its default input). Each record holds ``drawing`` (strokes packed by
 :func:`quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
 Used in notebook 06 and the benchmarks (``bench_pipeline*.py``).
 """
@@ -73,7 +78,8 @@ def write_shards(
     """Shuffle ``source`` once into ``num_shards`` TFRecord files per split under ``out_dir``.
 
     Returns the manifest also written to ``out_dir/manifest.json`` (shard files and
-    counts per split, which ``count_examples`` reads); ``labels.json`` is written beside
+    counts per split, per shard and per class, which ``count_examples`` reads, and the
+    settings: a caller compares them to reuse the shards); ``labels.json`` is written beside
     the shards. ``workers`` processes parse the class files and then shuffle the shards in
     parallel (``None``: one per CPU core; 1: in this process), so the one-time parse of
     Kaggle's 50 million rows is not held up by Python's lock; the result is the same for
@@ -97,6 +103,7 @@ def write_shards(
                 strict=strict, tmp=str(tmp), want_report=report is not None)  # fmt: skip
     splits = ("train", "val")
     counts = {s: [0] * num_shards for s in splits}
+    per_class = {s: [0] * len(labels) for s in splits}
     workers = (os.cpu_count() or 1) if workers is None else max(1, workers)
     pool = None
     try:
@@ -107,8 +114,9 @@ def write_shards(
         for file_counts, file_report in tqdm(
             mapper(_split_file, jobs), total=len(jobs), desc="read classes", unit="file", disable=not progress
         ):
-            for (s, i), n in file_counts.items():
+            for (s, i, label), n in file_counts.items():
                 counts[s][i] += n
+                per_class[s][label] += n
             if report is not None and file_report is not None:
                 report.merge(file_report)
         shard_jobs = [(str(tmp), str(out), s, i, num_shards, seed) for s in splits for i in range(num_shards)]
@@ -125,35 +133,45 @@ def write_shards(
         "val_fraction": val_fraction,
         "split_seed": split_seed,
         "seed": seed,
+        "limit_per_class": limit_per_class,
+        "recognized_only": recognized_only,
+        "source": [str(Path(f).resolve()) for f in files],
         "files": {s: [shard_name(s, i, num_shards) for i in range(num_shards)] for s in splits},
         "counts": {s: sum(c) for s, c in counts.items()},
         "counts_per_shard": counts,
+        "counts_per_class": per_class,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
 
-def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int], int], ReadReport | None]:
-    """Phase 1, one class file: each drawing to a random shard of its split, as pieces
-    ``<tmp>/<split>-<shard>/<file index>.tfrecord``. Runs in a worker process."""
+def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], int], ReadReport | None]:
+    """Phase 1, one class file: its drawings dealt out to the shards of their split in turn,
+    from a random first shard per split (so each shard gets the class's share to within
+    one drawing), as pieces ``<tmp>/<split>-<shard>/<file index>.tfrecord``. Returns counts
+    per (split, shard, label). Runs in a worker process."""
     import tensorflow as tf
 
     path, index, o = job
     rng = np.random.default_rng([o["seed"], index])
     report = ReadReport() if o["want_report"] else None
     writers: dict[tuple[str, int], Any] = {}
-    counts: dict[tuple[str, int], int] = {}
+    counts: dict[tuple[str, int, int], int] = {}
+    # the next shard of each split; the random start spreads the remainders over the shards
+    turn = {s: int(rng.integers(o["num_shards"])) for s in ("train", "val")}
     try:
         rows = iter_examples([path], split="all", labels=LabelMap(o["labels"]), limit_per_class=o["limit_per_class"],
                              recognized_only=o["recognized_only"], strict=o["strict"], report=report)  # fmt: skip
         for strokes, label, key_id in rows:
-            where = (split_of(key_id, o["val_fraction"], o["split_seed"]), int(rng.integers(o["num_shards"])))
+            split = split_of(key_id, o["val_fraction"], o["split_seed"])
+            where = (split, turn[split])
+            turn[split] = (turn[split] + 1) % o["num_shards"]
             if where not in writers:
                 piece = Path(o["tmp"]) / f"{where[0]}-{where[1]}" / f"{index:06d}.tfrecord"
                 piece.parent.mkdir(parents=True, exist_ok=True)
                 writers[where] = tf.io.TFRecordWriter(str(piece))
             writers[where].write(_example(pack_strokes(strokes), label, key_id))
-            counts[where] = counts.get(where, 0) + 1
+            counts[(*where, label)] = counts.get((*where, label), 0) + 1
     finally:
         for w in writers.values():
             w.close()
@@ -173,3 +191,55 @@ def _shuffle_shard(job: tuple[str, str, str, int, int, int]) -> None:
     with tf.io.TFRecordWriter(str(Path(out) / shard_name(split, i, num_shards))) as w:
         for j in order:
             w.write(records[j])
+
+
+def _wanted(source: str | Path | Sequence[str | Path], num_shards: int, val_fraction: float,
+            limit_per_class: int | None) -> dict[str, Any]:
+    """The manifest entries that must match for existing shards to be reused."""
+    _, files, _ = _resolve(source, None)
+    return {"num_shards": num_shards, "val_fraction": val_fraction, "limit_per_class": limit_per_class,
+            "source": [str(Path(f).resolve()) for f in files]}
+
+
+def _matching_manifest(out: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if all(manifest.get(k) == v for k, v in wanted.items()) else None
+
+
+def ensure_shards(
+    source: str | Path | Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    num_shards: int,
+    val_fraction: float = 0.1,
+    limit_per_class: int | None = None,
+    write: bool = True,
+    wait_seconds: float = 0.0,
+    **kwargs: Any,
+) -> tuple[dict[str, Any], bool]:
+    """Shards of ``source`` in ``out_dir``, written once: ``(manifest, written_now)``.
+
+    Shards whose ``manifest.json`` records the same source files, shard count, validation
+    fraction and limit are reused (the manifest is written last, so its presence means
+    the shards are complete). Otherwise, with ``write=True`` (the chief of a job) they are
+    written by :func:`write_shards` (``kwargs``: its other options); with ``write=False``
+    (the other workers) this waits up to ``wait_seconds`` for the chief's manifest and
+    raises ``TimeoutError`` after. Used by ``scripts/train_quickdraw.py`` (notebook 06).
+    """
+    import time
+
+    out = Path(out_dir)
+    wanted = _wanted(source, num_shards, val_fraction, limit_per_class)
+    deadline = time.monotonic() + wait_seconds
+    while (manifest := _matching_manifest(out, wanted)) is None:
+        if write:
+            (out / "manifest.json").unlink(missing_ok=True)  # stale: the shards are about to change
+            return write_shards(source, out, num_shards=num_shards, val_fraction=val_fraction,
+                                limit_per_class=limit_per_class, **kwargs), True  # fmt: skip
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no shards of {source} in {out} after {wait_seconds:.0f} s")
+        time.sleep(0.5)
+    return manifest, False

@@ -8,16 +8,31 @@ Examples (from the project root)::
     python scripts/train_quickdraw.py --model compact --image-size 32 --epochs 2 \\
         --strategy mirrored --logical-devices 2 --checkpoint-dir /tmp/qd
 
-    # real data (Kaggle train_simplified/*.csv, Google simplified|raw/*.ndjson or
-    # numpy_bitmap/*.npy), the Greyscale-MobileNet setting, all GPUs of this machine
+    # real data (Kaggle train_simplified/*.csv or Google simplified|raw/*.ndjson), the
+    # default path: the class files shuffled once into class-balanced TFRecord shards
+    # (written by one process per core into <data>/tfrecords-64, reused later), each worker
+    # reading its own shard files; epochs of 800 steps, 20,000 validation drawings
     python scripts/train_quickdraw.py --data ~/quickdraw --image-size 64 --model mobilenet \\
-        --strategy mirrored --batch-size 512 --epochs 20 --checkpoint-dir ckpt/run1 \\
-        --predict ~/quickdraw/test_simplified.csv --submission submission.csv
+        --strategy mirrored --batch-size 680 --steps-per-epoch 800 --epochs 16 \\
+        --checkpoint-dir ckpt/run1 --predict ~/quickdraw/test_simplified.csv --submission submission.csv
+
+    # the slow, simple alternative: read the CSVs directly (Python parses every row on every
+    # read, and under multiworker every worker parses all of them): for a few classes
+    python scripts/train_quickdraw.py --data ~/quickdraw --input csv ...
 
     # several machines: the same command on each, with its own TF_CONFIG (see docs/capstone.md)
     TF_CONFIG='{"cluster": {"worker": ["node1:2222", "node2:2222"]},
                 "task": {"type": "worker", "index": 0}}' \\
     python scripts/train_quickdraw.py --strategy multiworker --data /shared/quickdraw ...
+
+The default input path for stroke files (``--input shards``): a manifest with the counts,
+written once; the drawings shuffled once into pre-shuffled, class-balanced TFRecord shards
+(``quickdraw.ensure_shards``: parsed and validated in one process per core; the chief
+writes them, the other workers wait for its manifest); ``FILE`` auto-sharding, one input
+pipeline per worker reading only its own shard files; step-based epochs
+(``--steps-per-epoch``) and a bounded validation set (``--val-limit``); the submission
+checked against the key ids of the test file itself. ``.npy`` bitmaps and shard folders are
+read as they are.
 
 One training loop serves every strategy: a custom loop with ``strategy.run`` (Keras 3's
 ``fit`` fails under MultiWorkerMirroredStrategy, keras-team/keras#20585). ``--batch-size``
@@ -51,6 +66,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 STRATEGIES = ("default", "mirrored", "multiworker")
+SMALL_SOURCE_BYTES = 50_000_000  # below this, shards are written in this process
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,8 +82,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a folder of Kaggle train_simplified/*.csv, Google *.ndjson or *.npy files, "
         "or TFRecord shards; or builtin:smoke / builtin:full for the built-in doodles",
     )
+    d.add_argument(
+        "--input",
+        default="shards",
+        choices=["shards", "csv"],
+        help="shards: shuffle stroke files once into class-balanced TFRecord shards and train from them "
+        "(fast; each worker reads its own files); csv: read the class files directly (slow and simple: "
+        "Python parses every row on every read, every worker parses all rows; for a few classes)",
+    )
+    d.add_argument("--shards", type=int, default=64, help="number of shard files per split (>= workers)")
+    d.add_argument("--shards-dir", default=None, help="where the shards go (default: <data>/tfrecords-<shards>)")
+    d.add_argument("--shard-workers", type=int, default=None,
+                   help="processes writing shards (default: one per core above 50 MB of files, else 1)")
     d.add_argument("--limit-per-class", type=int, default=None, help="use at most N drawings per class")
     d.add_argument("--val-fraction", type=float, default=0.1, help="share of key_ids held out")
+    d.add_argument("--val-limit", type=int, default=20_000,
+                   help="evaluate on at most about N validation drawings (0: all of them)")
     d.add_argument("--image-size", type=int, default=64)
     d.add_argument(
         "--encoding",
@@ -76,14 +106,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="how strokes become pixels (auto: order for strokes, plain for .npy bitmaps)",
     )
     m = p.add_argument_group("model and training")
-    m.add_argument("--model", default="mobilenet", choices=["mobilenet", "compact"])
+    m.add_argument("--model", default="mobilenet", choices=["mobilenet", "compact", "resnet50"],
+                   help="resnet50: keras.applications.ResNet50, a larger backbone like the winners' ResNets")
+    m.add_argument("--pretrained", action="store_true",
+                   help="resnet50 from ImageNet weights (downloaded by Keras; needs --encoding rgb); "
+                   "default: random initialisation")
     m.add_argument("--alpha", type=float, default=1.0, help="MobileNet width multiplier")
     m.add_argument("--bn-momentum", type=float, default=0.9, help="batch-norm momentum (0.99 for long runs)")
     m.add_argument("--epochs", type=int, default=10)
+    m.add_argument("--steps-per-epoch", type=int, default=None,
+                   help="steps per epoch (default: one pass over the training drawings)")
     m.add_argument("--batch-size", type=int, default=256, help="global batch size (all replicas)")
     m.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (Adam, warm-up + cosine)")
     m.add_argument("--warmup-epochs", type=float, default=0.5)
     m.add_argument("--seed", type=int, default=42)
+    m.add_argument("--mixed-precision", default="none", choices=["none", "float16", "bfloat16"],
+                   help="compute in 16 bits, variables in 32 (float16: GPUs, with loss scaling; bfloat16: CPUs, TPUs)")
+    m.add_argument("--xla", action="store_true", help="compile each replica's forward and backward pass with XLA")
     s = p.add_argument_group("distribution")
     s.add_argument("--strategy", default="default", choices=STRATEGIES)
     s.add_argument(
@@ -99,14 +138,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     c.add_argument("--results", default=None, help="results JSON (default: <checkpoint-dir>/results.json)")
     c.add_argument("--predict", default=None, help="a test_simplified.csv to predict after training")
     c.add_argument("--submission", default=None, help="where to write the Kaggle submission CSV")
+    c.add_argument("--tta", action="store_true",
+                   help="test-time augmentation: average each test drawing's probabilities with its mirror image's")
+    c.add_argument("--ensemble", nargs="+", default=[], metavar="MODEL.keras",
+                   help="saved models (same classes, size, encoding) whose probabilities are averaged with this one's")
     c.add_argument("--no-progress", action="store_true", help="no tqdm bar (one line per epoch)")
     args = p.parse_args(argv)
     if args.batch_size < 1 or args.epochs < 0 or args.image_size < 16:
         p.error("--batch-size must be >= 1, --epochs >= 0, --image-size >= 16")
     if args.logical_devices < 1:
         p.error("--logical-devices must be >= 1")
+    if args.shards < 1 or args.val_limit < 0 or (args.steps_per_epoch is not None and args.steps_per_epoch < 1):
+        p.error("--shards and --steps-per-epoch must be >= 1, --val-limit >= 0")
     if args.submission and not args.predict:
         p.error("--submission needs --predict test_simplified.csv")
+    if (args.tta or args.ensemble) and not args.predict:
+        p.error("--tta and --ensemble act on --predict test_simplified.csv")
+    if args.pretrained and (args.model != "resnet50" or args.encoding != "rgb"):
+        p.error("--pretrained needs --model resnet50 and --encoding rgb (ImageNet weights expect 3 channels)")
     return args
 
 
@@ -168,8 +217,9 @@ def task_info(strategy: Any) -> tuple[bool, str, int]:
 
 @dataclass
 class DataPlan:
-    """What to read and how many steps: the data, its encoding and labels, the split sizes and
-    the global batch (``--batch-size``) over the strategy's replicas."""
+    """What to read and how many steps: the data (shards by default), its encoding and labels,
+    the split sizes, the global batch (``--batch-size``) over the strategy's replicas, and the
+    validation batches each evaluation reads (``--val-limit``)."""
 
     data: Path
     bitmaps: bool
@@ -181,47 +231,91 @@ class DataPlan:
     global_batch: int
     steps_per_epoch: int
     total_steps: int
+    val_steps: int | None = None  # None: every validation drawing
+    source: Path | None = None  # the files the shards were written from
+    shards_written: bool = False
 
     @property
     def channels(self) -> int:
         return 3 if self.encoding == "rgb" else 1
 
+    @property
+    def n_val_evaluated(self) -> int:
+        return self.n_val if self.val_steps is None else min(self.n_val, self.val_steps * self.global_batch)
 
-def plan_data(args: argparse.Namespace, replicas: int) -> DataPlan:
-    """Resolve ``--data``, count the drawings of each split and check the batch against them."""
+
+def shard_source(args: argparse.Namespace, data: Path, is_chief: bool, say: Any) -> tuple[Path, bool]:
+    """``--input shards`` for stroke files: the shards of ``data`` (written once, by the chief;
+    the other workers wait for them) and whether they were written now; else ``data``."""
+    import quickdraw as qd
+    from quickdraw.pipeline import _resolve
+
+    if args.input != "shards" or _resolve(data, None)[0] != "csv_ndjson":
+        return data, False
+    out = Path(args.shards_dir).expanduser() if args.shards_dir else (data if data.is_dir() else data.parent) / f"tfrecords-{args.shards}"
+    if is_chief:
+        say(f"shards: {out} (written once from {data}, then reused)")
+    workers = args.shard_workers
+    if workers is None:  # a process per core pays for its start (~5 s: it imports TensorFlow) above ~50 MB
+        workers = None if sum(f.stat().st_size for f in _resolve(data, None)[1]) > SMALL_SOURCE_BYTES else 1
+    t0 = time.perf_counter()
+    try:
+        manifest, written = qd.ensure_shards(
+            data, out, num_shards=args.shards, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class,
+            write=is_chief, wait_seconds=2 * 3600, workers=workers, progress=not args.no_progress,
+        )  # fmt: skip
+    except PermissionError as e:  # e.g. a read-only data folder
+        raise SystemExit(f"cannot write the shards into {out} ({e}); choose a folder with --shards-dir") from e
+    if written:
+        total = sum(manifest["counts"].values())
+        say(f"wrote {total:,} drawings into {2 * args.shards} shards in {time.perf_counter() - t0:.1f} s")
+    return out, written
+
+
+def plan_data(args: argparse.Namespace, replicas: int, is_chief: bool = True, say: Any = print) -> DataPlan:
+    """Resolve ``--data`` (into shards by default), count the drawings of each split (from the
+    manifests: no parse after the first), and size the epochs and the validation pass."""
     import quickdraw as qd
 
-    data = resolve_data(args.data)
-    bitmaps = is_bitmap_source(data)
+    source = resolve_data(args.data)
+    bitmaps = is_bitmap_source(source)
+    data, written = shard_source(args, source, is_chief, say)
     encoding = args.encoding if args.encoding != "auto" else ("plain" if bitmaps else "order")
-    counted = {
-        split: qd.count_examples(data, split=split, val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
-        for split in ("train", "val")
-    }
+    limit = None if data != source else args.limit_per_class  # the shards hold the limited set already
+    counted = {split: qd.count_examples(data, split=split, val_fraction=args.val_fraction, limit_per_class=limit)
+               for split in ("train", "val")}  # fmt: skip
     if args.batch_size % replicas:
         raise SystemExit(f"--batch-size {args.batch_size} is not a multiple of the {replicas} replicas")
-    steps_per_epoch = counted["train"] // args.batch_size
-    if steps_per_epoch < 1:
+    if counted["train"] < args.batch_size:
         raise SystemExit(f"{counted['train']} training drawings are fewer than one batch of {args.batch_size}")
+    steps_per_epoch = args.steps_per_epoch or counted["train"] // args.batch_size
+    val_steps = -(-args.val_limit // args.batch_size) if 0 < args.val_limit < counted["val"] else None
     return DataPlan(data, bitmaps, encoding, qd.resolve_labels(data), counted["train"], counted["val"], replicas,
-                    args.batch_size, steps_per_epoch, steps_per_epoch * args.epochs)
+                    args.batch_size, steps_per_epoch, steps_per_epoch * args.epochs, val_steps,
+                    source if data != source else None, written)  # fmt: skip
 
 
 def make_inputs(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> tuple[Any, Any]:
     """The distributed training (repeated, whole batches) and validation datasets: one
-    pipeline per worker, each shard batched to the per-replica batch."""
+    pipeline per worker, each shard batched to the per-replica batch; the validation pass
+    bounded to ``plan.val_steps`` global batches (shards are pre-shuffled: a random sample)."""
     import quickdraw as qd
 
+    limit = None if plan.source is not None else args.limit_per_class
     common = dict(labels=plan.labels, image_size=args.image_size, encoding=plan.encoding,
-                  val_fraction=args.val_fraction, limit_per_class=args.limit_per_class)
+                  val_fraction=args.val_fraction, limit_per_class=limit)
 
     def train_input(ctx: Any) -> Any:
         return qd.make_dataset(plan.data, split="train", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
                                repeat=True, drop_remainder=True, input_context=ctx, seed=args.seed, **common)
 
     def val_input(ctx: Any) -> Any:
-        return qd.make_dataset(plan.data, split="val", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
-                               input_context=ctx, **common)
+        ds = qd.make_dataset(plan.data, split="val", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
+                             input_context=ctx, **common)
+        if plan.val_steps is None:
+            return ds
+        # each global batch takes one batch per local replica from this worker's pipeline
+        return ds.take(plan.val_steps * plan.replicas // ctx.num_input_pipelines)
 
     return strategy.distribute_datasets_from_function(train_input), strategy.distribute_datasets_from_function(val_input)
 
@@ -247,24 +341,48 @@ class Trainer:
         return {name: float(metric.result()) for name, metric in self.val_metrics.items()}
 
 
+def make_model(args: argparse.Namespace, num_classes: int, channels: int) -> Any:
+    """The ``--model``: notebook 06's MobileNet or compact CNN (``utils.models.build_model``),
+    or ResNet-50 from ``keras.applications`` (random initialisation; ImageNet weights only with
+    ``--pretrained``, which Keras downloads)."""
+    import keras
+    from keras import layers
+
+    from utils.models import build_model
+
+    if args.model != "resnet50":
+        return build_model(args.model, num_classes, args.image_size, channels, alpha=args.alpha,
+                           bn_momentum=args.bn_momentum)  # fmt: skip
+    inputs = keras.Input((args.image_size, args.image_size, channels))
+    # ImageNet weights expect pixels 0-255 around their mean (~117); random weights do not mind
+    x = layers.Rescaling(255.0, offset=-117.0)(inputs) if args.pretrained else inputs
+    backbone = keras.applications.ResNet50(include_top=False, weights="imagenet" if args.pretrained else None,
+                                           input_shape=(args.image_size, args.image_size, channels), pooling="avg")
+    x = layers.Dropout(0.2)(backbone(x))
+    return keras.Model(inputs, layers.Dense(num_classes, dtype="float32", name="logits")(x), name="doodle_resnet50")
+
+
 def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Trainer:
-    """Model, optimizer (warm-up + cosine) and metrics in the strategy's scope; the train and
-    eval steps run on every replica with ``strategy.run``."""
+    """Model, optimizer (warm-up + cosine; loss scaling under float16) and metrics in the
+    strategy's scope; the train and eval steps run on every replica with ``strategy.run``,
+    each replica's forward and backward pass compiled with XLA under ``--xla``."""
     import keras
     import tensorflow as tf
 
     from utils.metrics import MapAtK
-    from utils.models import build_model
 
+    if args.mixed_precision != "none":  # before the model is built: its layers take the policy
+        keras.mixed_precision.set_global_policy(f"mixed_{args.mixed_precision}")
     with strategy.scope():
-        model = build_model(args.model, len(plan.labels), args.image_size, plan.channels, alpha=args.alpha,
-                            bn_momentum=args.bn_momentum)
+        model = make_model(args, len(plan.labels), plan.channels)
         warmup = min(int(args.warmup_epochs * plan.steps_per_epoch), max(plan.total_steps - 1, 0))
         schedule = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=args.lr / 10, decay_steps=max(plan.total_steps - warmup, 1), alpha=0.01,
             warmup_target=args.lr, warmup_steps=warmup,
         )
         optimizer = keras.optimizers.Adam(schedule)
+        if args.mixed_precision == "float16":  # float16 gradients underflow without a loss scale
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)  # Keras 3: build in the scope before strategy.run
         train_loss, train_acc = keras.metrics.Mean("loss"), keras.metrics.SparseCategoricalAccuracy("accuracy")
         val_metrics = {"val_loss": keras.metrics.Mean("val_loss"),
@@ -272,13 +390,20 @@ def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Tr
                        "top3": keras.metrics.SparseTopKCategoricalAccuracy(k=3, name="top3"), "map3": MapAtK(k=3)}
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
-    def replica_train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    def forward_backward(images: tf.Tensor, y: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor], tf.Tensor]:
         with tf.GradientTape() as tape:
-            logits = model(images, training=True)
+            logits = tf.cast(model(images, training=True), tf.float32)  # the loss in float32 always
             loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=plan.global_batch)
             if model.losses:
                 loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-        grads = tape.gradient(loss, model.trainable_variables)
+            scaled = optimizer.scale_loss(loss)  # the loss itself unless float16's loss scale applies
+        return loss, tape.gradient(scaled, model.trainable_variables), logits
+
+    if args.xla:  # XLA compiles this replica's work; the all-reduce in apply_gradients stays outside
+        forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    def replica_train_step(images: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        loss, grads, logits = forward_backward(images, y)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         train_acc.update_state(y, logits)
         return loss
@@ -287,7 +412,7 @@ def build_trainer(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> Tr
         # The last, short batch may leave a replica with 0 examples, and on CPUs TF 2.21's
         # oneDNN Conv2D fails on an empty batch: skip the model call then.
         if tf.shape(images)[0] > 0:
-            logits = model(images, training=False)
+            logits = tf.cast(model(images, training=False), tf.float32)
             val_metrics["val_loss"].update_state(loss_fn(y, logits))
             for name in ("top1", "top3", "map3"):
                 val_metrics[name].update_state(y, logits)
@@ -457,9 +582,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     tf.get_logger().setLevel("ERROR")
     task = task_info(strategy)
     say = print if task[0] else (lambda *a, **k: None)
-    plan = plan_data(args, strategy.num_replicas_in_sync)
+    plan = plan_data(args, strategy.num_replicas_in_sync, task[0], say)
     say(f"data {plan.data} ({'numpy bitmaps' if plan.bitmaps else 'strokes'}, encoding {plan.encoding}): "
-        f"{len(plan.labels)} classes, {plan.n_train} train / {plan.n_val} val drawings")
+        f"{len(plan.labels)} classes, {plan.n_train} train / {plan.n_val} val drawings "
+        f"({plan.n_val_evaluated} evaluated each epoch)")
+    if plan.source is None and args.strategy == "multiworker" and not plan.bitmaps and not any(plan.data.glob("*.tfrecord")):
+        say("note: --input csv under multiworker: every worker parses every row and keeps its share (slow)")
     say(f"strategy {type(strategy).__name__}: {plan.replicas} replicas, global batch {plan.global_batch} "
         f"({plan.global_batch // plan.replicas} per replica), {plan.steps_per_epoch} steps/epoch")
     datasets = make_inputs(args, strategy, plan)
@@ -487,12 +615,16 @@ def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, 
         return float(sum(np.abs(np.asarray(v)).sum(dtype=np.float64) for v in variables))
 
     return {
-        "data": "built-in doodles" if args.data.startswith("builtin:") else str(plan.data),
+        "data": "built-in doodles" if args.data.startswith("builtin:") else str(plan.source or plan.data),
         "format": "numpy bitmaps" if plan.bitmaps else "strokes",
         "classes": len(plan.labels),
         "image_size": args.image_size,
         "encoding": plan.encoding,
-        "model": args.model if args.model == "compact" else f"mobilenet (alpha {args.alpha})",
+        "model": f"mobilenet (alpha {args.alpha})" if args.model == "mobilenet" else args.model,
+        "pretrained": args.pretrained,
+        "mixed_precision": args.mixed_precision,
+        "xla": args.xla,
+        "conv_compute_dtype": _conv_compute_dtype(trainer.model),
         "strategy": args.strategy,
         "replicas": plan.replicas,
         "workers": _num_workers() if args.strategy == "multiworker" else 1,
@@ -500,6 +632,10 @@ def collect_results(args: argparse.Namespace, plan: DataPlan, trainer: Trainer, 
         "epochs": args.epochs,
         "train_examples": plan.n_train,
         "val_examples": plan.n_val,
+        "val_evaluated": plan.n_val_evaluated,
+        "input": "shards" if plan.source is not None or any(plan.data.glob("*.tfrecord")) else "files",
+        "shards_written": plan.shards_written,
+        "steps_per_epoch": plan.steps_per_epoch,
         "resumed_from_step": start_step,
         "steps": progress.step,
         "seconds": progress.seconds,
@@ -534,11 +670,29 @@ def write_results(args: argparse.Namespace, results: dict[str, Any], trainer: Tr
         report(**{k: v for k, v in results.items() if k != "history"}, chief=is_chief, task=f"{task_type}:{task_id}")
 
 
+def _conv_compute_dtype(model: Any) -> str | None:
+    """The dtype the model's first convolution computes in (float16/bfloat16 under mixed precision)."""
+    import keras
+
+    convs = [layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Conv2D)]
+    return convs[0].compute_dtype if convs else None
+
+
 def _num_workers() -> int:
     """Number of workers in TF_CONFIG (1 without it)."""
     cfg = json.loads(os.environ.get("TF_CONFIG", "{}") or "{}")
     cluster = cfg.get("cluster", {})
     return max(1, len(cluster.get("worker", [])) + len(cluster.get("chief", [])))
+
+
+def ensemble_probabilities(models: list[Any], images: Any, tta: bool) -> Any:
+    """The class probabilities of ``models`` averaged, each on ``images`` and, with ``tta``,
+    on their mirror images too (left-right flips: a doodle mirrored is the same class)."""
+    import tensorflow as tf
+
+    views = [images, tf.image.flip_left_right(images)] if tta else [images]
+    probs = [tf.nn.softmax(tf.cast(m(v, training=False), tf.float32)) for m in models for v in views]
+    return tf.add_n(probs) / len(probs)
 
 
 def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encoding: str) -> dict[str, Any]:
@@ -547,6 +701,7 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     If a ``test_solution.csv`` (``key_id,word``) lies beside it, as for the built-in
     doodles, the submission's MAP@3 is computed too.
     """
+    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -559,7 +714,8 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
         test, split="all", image_size=args.image_size, batch_size=256, encoding=encoding,
         labels=labels, shuffle=False, with_key_id=True,
     )  # fmt: skip
-    predict = tf.function(lambda x: model(x, training=False))
+    members = [model] + [keras.models.load_model(p) for p in args.ensemble]  # saved models: probabilities averaged
+    predict = tf.function(lambda x: ensemble_probabilities(members, x, args.tta))
     keys, tops = [], []
     for images, _, key_ids in ds:
         tops.append(top_k_indices(predict(images).numpy(), 3))
@@ -571,7 +727,7 @@ def predict_submission(args: argparse.Namespace, model: Any, labels: Any, encodi
     with test.open(newline="") as f:  # the key ids Kaggle expects: every row of the test file, read apart
         expected = [int(row["key_id"]) for row in csv.DictReader(f)]
     report = validate_submission(out, labels.names, expected_key_ids=expected)
-    info: dict[str, Any] = {"path": str(out), "rows": report.rows}
+    info: dict[str, Any] = {"path": str(out), "rows": report.rows, "members": len(members), "tta": args.tta}
     solution = test.with_name("test_solution.csv")
     if solution.is_file():
         with solution.open(newline="") as f:

@@ -352,3 +352,44 @@ def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, t
     assert report.skipped == 7 and report.rows_ok == 20
     with pytest.raises(QuickDrawFormatError, match="triangle.csv:6: malformed JSON"):
         write_shards(KAGGLE, tmp_path / "strict", num_shards=1, progress=False, workers=2, strict=True)
+
+
+@pytestmark_tf
+def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
+    """Each shard holds each class's share to within one drawing (read back from the files),
+    also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones, and
+    a non-writer waits for them (and gives up after its timeout)."""
+    import tensorflow as tf
+
+    from quickdraw.kaggle_scale import write_kaggle_scale
+    from quickdraw.shards import ensure_shards
+
+    src = write_kaggle_scale(tmp_path / "src", 1000, classes=["circle", "square", "star"], pool=20)
+    manifest, written = ensure_shards(src, tmp_path / "s", num_shards=4, progress=False)
+    assert written
+    for split in ("train", "val"):
+        per_shard = np.zeros((4, 3), int)
+        for i, name in enumerate(manifest["files"][split]):
+            for rec in tf.data.TFRecordDataset(str(tmp_path / "s" / name)):
+                ex = tf.train.Example.FromString(rec.numpy())
+                per_shard[i, ex.features.feature["label"].int64_list.value[0]] += 1
+        totals = per_shard.sum(axis=0)
+        assert totals.tolist() == manifest["counts_per_class"][split] and totals[2] > 2 * totals[0]
+        assert (np.abs(per_shard - totals / 4) < 1).all(), per_shard  # floor or ceil of the class's share
+    again, written = ensure_shards(src, tmp_path / "s", num_shards=4, progress=False)
+    assert again == manifest and not written
+    changed, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
+    assert written and changed["val_fraction"] == 0.2
+    assert ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, write=False)[0] == changed
+    with pytest.raises(TimeoutError):
+        ensure_shards(src, tmp_path / "s", num_shards=3, write=False, wait_seconds=0.2)
+
+
+def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
+    from quickdraw.kaggle_scale import class_sizes
+
+    sizes = class_sizes(1_000_000, 28)
+    assert sum(sizes) == 1_000_000 and sizes == sorted(sizes)
+    assert 2.9 < sizes[-1] / sizes[0] < 3.1
+    with pytest.raises(ValueError, match="cannot give"):
+        class_sizes(5, 28)

@@ -144,20 +144,50 @@ def test_numpy_bitmaps(tmp_path: Path) -> None:
     assert 0 < res["val_examples"] <= 16 and res["replicas"] == 2
 
 
-@pytest.mark.slow
-def test_two_workers(tiny_data: Path, tmp_path: Path) -> None:
-    from infra.cluster import run_workers
+@pytest.fixture(scope="module")
+def kaggle_scale_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generator of ``make bench`` (1 M rows there), tiny: 3,000 rows of 4 uneven classes."""
+    from quickdraw.kaggle_scale import write_kaggle_scale
 
-    args = ["--strategy", "multiworker", "--data", str(tiny_data), *TINY, "--epochs", "1", "--max-steps", "3"]
+    return write_kaggle_scale(tmp_path_factory.mktemp("scale") / "kaggle", 3000, pool=50, test_per_class=15,
+                              classes=["circle", "square", "triangle", "star"])  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_workers_rehearse_the_real_data_path(kaggle_scale_data: Path, tmp_path: Path) -> None:
+    """The default path end to end with 2 workers: Kaggle-layout CSVs -> class-balanced shards
+    (written once by the chief; the other worker waits) -> one pipeline per worker ->
+    step-based epochs, bounded validation -> training -> a submission checked against the
+    test file's own key ids."""
+    import csv
+
+    from infra.cluster import run_workers
+    from utils.submission import validate_submission
+
+    shards, submission = tmp_path / "shards", tmp_path / "submission.csv"
+    args = ["--strategy", "multiworker", "--data", str(kaggle_scale_data), *TINY, "--epochs", "2",
+            "--steps-per-epoch", "2", "--val-limit", "64", "--shards", "4", "--shards-dir", str(shards),
+            "--predict", str(kaggle_scale_data / "test_simplified.csv"), "--submission", str(submission)]  # fmt: skip
     result = run_workers(
         SCRIPT, num_workers=2, args=[*args, "--checkpoint-dir", str(tmp_path / "mw")], timeout=300
     )
     chief, other = result.reports
     assert chief["chief"] and not other["chief"]
     assert chief["replicas"] == other["replicas"] == 2 and chief["workers"] == 2
-    assert chief["steps"] == other["steps"] == 3
+    assert chief["input"] == other["input"] == "shards"
+    assert chief["shards_written"] and not other["shards_written"]  # written once, by the chief
+    assert chief["steps"] == other["steps"] == 4 and chief["steps_per_epoch"] == 2
+    assert chief["val_evaluated"] == 64 < chief["val_examples"]  # bounded: 2 global batches of 32
     assert chief["trainable_sum"] == pytest.approx(other["trainable_sum"], rel=1e-6)
     assert chief["map3"] == pytest.approx(other["map3"])  # metrics are summed over workers
+    manifest = json.loads((shards / "manifest.json").read_text())
+    assert sum(manifest["counts"].values()) == 3000  # every row of the CSVs, once
+    assert manifest["counts_per_class"]["train"][0] < manifest["counts_per_class"]["train"][3]  # uneven classes
+    # the submission: one row per key id of the test file (read here, apart from the script), 3 names each
+    with (kaggle_scale_data / "test_simplified.csv").open(newline="") as f:
+        expected = [int(row["key_id"]) for row in csv.DictReader(f)]
+    report = validate_submission(submission, ["circle", "square", "triangle", "star"], expected_key_ids=expected)
+    assert report.rows == len(expected) == 60 and chief["submission"]["rows"] == 60
     assert not (tmp_path / "mw" / ".workers").exists()
     # every worker saved the model (TensorFlow's multi-worker tutorial): the chief into the
     # checkpoint folder, the other into its scratch folder, deleted since
@@ -165,3 +195,94 @@ def test_two_workers(tiny_data: Path, tmp_path: Path) -> None:
     assert Path(chief["model_saved_to"]).is_file() and chief["model_bytes"] > 0
     assert ".workers" in Path(other["model_saved_to"]).parts and other["model_bytes"] > 0
     assert not Path(other["model_saved_to"]).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("extra", "dtype"),
+    [(["--mixed-precision", "bfloat16", "--xla"], "bfloat16"),
+     (["--mixed-precision", "float16", "--encoding", "rgb"], "float16")],  # fmt: skip
+)
+def test_mixed_precision_xla_resnet_and_rgb(tiny_data: Path, tmp_path: Path, extra: list[str], dtype: str) -> None:
+    """The switches of notebook 08 and a larger backbone on tiny data: the convolutions compute
+    in 16 bits, the loss stays finite (float16 with loss scaling), the model saves and loads."""
+    import keras
+
+    ckpt = tmp_path / "ckpt"
+    run_script("--data", str(tiny_data), *TINY, "--image-size", "32", "--shards", "2", "--epochs", "1",
+               "--max-steps", "3", "--checkpoint-dir", str(ckpt), *extra)  # fmt: skip
+    r = json.loads((ckpt / "results.json").read_text())
+    assert r["conv_compute_dtype"] == dtype and r["steps"] == 3
+    assert np.isfinite(r["val_loss"]) and all(np.isfinite(h["loss"]) for h in r["history"])
+    model = keras.models.load_model(ckpt / "model.keras")
+    assert model.output_shape == (None, 4)
+    if "rgb" in extra:
+        assert model.input_shape[-1] == 3  # the 3-channel stroke encoding (order, time, ...)
+
+
+@pytest.mark.slow
+def test_resnet50_backbone_learns_a_batch() -> None:
+    """--model resnet50 (random initialisation): keras.applications' ResNet-50 with a logits
+    head; one Adam step on a tiny batch lowers its loss. In this process: a whole script run
+    of ResNet-50 (and saving 94 MB) would take minutes on a CPU."""
+    import keras
+    import tensorflow as tf
+
+    args = train_quickdraw.parse_args(["--model", "resnet50", "--image-size", "32"])
+    model = train_quickdraw.make_model(args, 4, 1)
+    assert model.count_params() > 20_000_000 and model.output_shape == (None, 4)  # ResNet-50's 23.5 M weights
+    x = tf.random.stateless_uniform((8, 32, 32, 1), seed=(1, 2))
+    y = tf.constant([0, 1, 2, 3] * 2)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opt = keras.optimizers.Adam(1e-3)
+    losses = []
+    for _ in range(3):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables, strict=True))
+        losses.append(float(loss))
+    assert losses[-1] < losses[0], losses
+
+
+def test_pretrained_needs_resnet50_and_rgb() -> None:
+    for bad in (["--pretrained"], ["--pretrained", "--model", "resnet50"], ["--tta"], ["--ensemble", "a.keras"]):
+        with pytest.raises(SystemExit):
+            train_quickdraw.parse_args(bad)
+    args = train_quickdraw.parse_args(["--pretrained", "--model", "resnet50", "--encoding", "rgb"])
+    assert args.pretrained and args.mixed_precision == "none" and not args.xla
+
+
+@pytest.mark.slow
+def test_tta_and_ensemble_of_saved_models(tiny_data: Path, tmp_path: Path) -> None:
+    """--tta --ensemble: the submission holds the top 3 of the averaged probabilities of this
+    run's model and a saved one, each on the drawings and their mirror images — recomputed
+    here, apart from the script, from the two saved models."""
+    import csv
+
+    import keras
+    import tensorflow as tf
+
+    import quickdraw as qd
+
+    common = ["--data", str(tiny_data), *TINY, "--shards", "2", "--epochs", "1", "--max-steps", "4"]
+    run_script(*common, "--checkpoint-dir", str(tmp_path / "a"), "--seed", "1")
+    test = tiny_data / "test_simplified.csv"
+    out = tmp_path / "sub.csv"
+    run_script(*common, "--checkpoint-dir", str(tmp_path / "b"), "--predict", str(test), "--submission", str(out),
+               "--tta", "--ensemble", str(tmp_path / "a" / "model.keras"))  # fmt: skip
+    info = json.loads((tmp_path / "b" / "results.json").read_text())["submission"]
+    assert info["members"] == 2 and info["tta"] and info["rows"] == 20
+    models = [keras.models.load_model(tmp_path / d / "model.keras") for d in ("a", "b")]
+    labels = qd.LabelMap.load(tmp_path / "b")
+    ds = qd.make_dataset(test, split="all", image_size=24, batch_size=256, encoding="order", labels=labels,
+                         shuffle=False, with_key_id=True)  # fmt: skip
+    expected = {}
+    for images, _, keys in ds:
+        probs = sum(tf.nn.softmax(m(v, training=False)).numpy()
+                    for m in models for v in (images, tf.image.flip_left_right(images))) / 4  # fmt: skip
+        for key, p in zip(keys.numpy(), probs, strict=True):
+            expected[int(key)] = [labels.kaggle(i) for i in np.argsort(-p, kind="stable")[:3]]
+    with out.open(newline="") as f:
+        written = {int(r["key_id"]): r["word"].split(" ") for r in csv.DictReader(f)}
+    assert written.keys() == expected.keys()
+    assert sum(written[k][0] == expected[k][0] for k in written) >= 19  # top-1 (a near tie may flip one)

@@ -1,0 +1,85 @@
+"""A generated data set in Kaggle's layout at Kaggle's scale: the rehearsal of the real-data path.
+
+Kaggle's Quick, Draw! training data is 50 million rows in 340 class files of uneven size.
+:func:`write_kaggle_scale` writes ``rows`` rows over the built-in classes in the same layout
+(``train_simplified/<word>.csv``, and with ``test_per_class`` a ``test_simplified.csv`` with
+its ``test_solution.csv``), never downloaded: a pool of built-in doodles per class, each
+written many times with its own key_id, so every row costs what a real row costs to parse
+and render. Class sizes are uneven on purpose (the largest class has three times the rows of
+the smallest, as the real files differ), so a reader that interleaves the class files
+round-robin runs out of small classes before the end of an epoch, and class-balanced shards
+(:func:`quickdraw.write_shards`) do not.
+
+Used by ``make bench`` (``benchmarks/bench_pipeline_1m.py``: 1,000,000 rows) and by the
+rehearsal of ``scripts/train_quickdraw.py``'s default path in ``tests/test_train_quickdraw.py``
+(a few thousand rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from quickdraw.formats import strokes_to_json, write_kaggle_csv
+from quickdraw.labels import LabelMap
+from quickdraw.synthetic import CLASSES, GENERATOR_VERSION, generate_drawings
+
+
+def class_sizes(rows: int, num_classes: int) -> list[int]:
+    """``rows`` split over the classes in sizes rising linearly from 1 to 3 parts (sum exact)."""
+    if rows < num_classes:
+        raise ValueError(f"{rows} rows cannot give each of {num_classes} classes one")
+    weights = np.linspace(1.0, 3.0, num_classes)
+    sizes = np.maximum(1, np.floor(rows * weights / weights.sum()).astype(int))
+    sizes[-1] += rows - int(sizes.sum())  # the remainder to the largest class
+    return [int(n) for n in sizes]
+
+
+def write_kaggle_scale(
+    root: str | Path,
+    rows: int,
+    *,
+    classes: Sequence[str] = CLASSES,
+    pool: int = 200,
+    test_per_class: int = 0,
+    seed: int = 7,
+) -> Path:
+    """Write (once; reused while ``manifest.json`` matches) ``rows`` training rows in Kaggle's
+    layout under ``root``, and ``test_per_class`` test drawings per class (doodles of their
+    own, with new key_ids) with their solution. Returns ``root``."""
+    root = Path(root)
+    want = {"rows": rows, "pool": pool, "test_per_class": test_per_class, "seed": seed,
+            "generator_version": GENERATOR_VERSION, "classes": list(classes)}  # fmt: skip
+    manifest = root / "manifest.json"
+    if manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")) == want:
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "train_simplified").mkdir(parents=True)
+    for c, (word, n) in enumerate(zip(classes, class_sizes(rows, len(classes)), strict=True)):
+        texts = [strokes_to_json(d.strokes) for d in generate_drawings(word, min(pool, n), seed=seed)]
+        with open(root / "train_simplified" / f"{word}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(("countrycode", "drawing", "key_id", "recognized", "timestamp", "word"))
+            base = 4_600_000_000_000_000 + c * 100_000_000  # unique key_ids, up to 10^8 rows a class
+            for j in range(n):
+                w.writerow(("US", texts[j % len(texts)], base + j, "True", "2017-03-01 00:00:00.00000", word))
+    if test_per_class:
+        _write_test(root, classes, test_per_class, seed)
+    LabelMap(classes).save(root / "labels.json")
+    manifest.write_text(json.dumps(want) + "\n", encoding="utf-8")  # last: its presence means complete
+    return root
+
+
+def _write_test(root: Path, classes: Sequence[str], per_class: int, seed: int) -> None:
+    """``test_simplified.csv`` (shuffled, no labels) and ``test_solution.csv`` (``key_id,word``)."""
+    test = [d for word in classes for d in generate_drawings(word, per_class, seed=seed, stream=1, key_offset=1)]
+    test = [test[i] for i in np.random.default_rng([seed, 7]).permutation(len(test))]
+    write_kaggle_csv(root / "test_simplified.csv", test, test=True)
+    with open(root / "test_solution.csv", "w", encoding="utf-8") as f:
+        f.write("key_id,word\n")
+        f.writelines(f"{d.key_id},{d.word.replace(' ', '_')}\n" for d in test)
