@@ -20,10 +20,7 @@ NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 
 # Findings waiting for a fix in a notebook somebody else is editing, with the fix proposed to
 # its owner: (notebook, snippet) -> fix. An entry no longer found gives a warning (remove it).
-KNOWN: dict[tuple[str, str], str] = {
-    ("06_quickdraw_capstone.ipynb", "per_class.min() == per_class[worst[0]]"): "worst is per_class.sort_values()'s "
-    "first index: the minimum by definition; drop it, or check the worst class against a control",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def reasons(snippet: str) -> list[str]:
