@@ -227,8 +227,8 @@ def _marked_processes(marks: Sequence[bytes], spare: Iterable[int] = ()) -> list
     spare_set = set(spare) | {me.pid} | {p.pid for p in me.parents()}
     found: set[int] = set()
     for proc in psutil.process_iter(["cmdline", "environ"]):
-        text = " ".join(proc.info["cmdline"] or []) + " " + " ".join(
-            f"{k}={v}" for k, v in (proc.info["environ"] or {}).items())
+        text = " ".join(proc.info["cmdline"] or []) + " " + "".join(
+            f"{k}={v} " for k, v in (proc.info["environ"] or {}).items())
         if any(os.fsdecode(mark) in text for mark in marks):
             found.add(proc.pid)
             with contextlib.suppress(psutil.Error):  # a job step's processes do not carry the mark
@@ -477,17 +477,45 @@ class SlurmCluster:
                                                    str(self.conf_path)], node), env={NODE_MARK: f"{self._require_root()}/{node}"})
 
     def kill_node(self, node: str) -> None:
-        """SIGKILL the ``slurmd`` of ``node``, as if the machine had died (its job steps are
-        killed too). The controller marks the node DOWN after ``SlurmdTimeout`` (10 s)."""
+        """Kill everything on ``node`` with SIGKILL, as if the machine had died: its ``slurmd``,
+        its ``slurmstepd`` and their job steps (in a namespace: every process in it). The
+        controller marks the node DOWN after ``SlurmdTimeout`` (10 s), or at once after
+        ``scontrol update nodename=... state=down``. Notebook 11 takes a node down with it."""
         self.address(node)
         proc = self._daemons.get(f"slurmd.{node}")
         if proc is not None:
             stop_children([proc], grace_seconds=0)
-        # its slurmstepd (started by slurmd, so it carries slurmd's NODE_MARK) and job steps
-        marks = [f"{NODE_MARK}={self._require_root()}/{node}\0".encode(), f"SLURMD_NODENAME={node}\0".encode()]
-        for pid in _marked_processes(marks):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        root = self._require_root()
+        for _ in range(50):  # until nothing is left: a dying slurmstepd may still fork
+            pids = self.node_processes(node)
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        raise RuntimeError(f"processes of {node} in {root} survived SIGKILL: {self.node_processes(node)}")
+
+    def node_processes(self, node: str) -> list[int]:
+        """Pids of what runs on ``node``: its ``slurmd`` (it carries ``COURSE_SLURM_NODE``), the
+        job steps it started (``SLURMD_NODENAME``), their ``slurmstepd`` (which overwrites its own
+        environment with its title, so it is found as their parent) and, in a namespace, every
+        process in it. Used by :meth:`kill_node` and the tests."""
+        self.address(node)
+        # whole variables: "node1 " is not a prefix of "node10 " (the scan ends each with a space)
+        marks = [f"{NODE_MARK}={self._require_root()}/{node} ".encode(), f"SLURMD_NODENAME={node} ".encode()]
+        found = set(_marked_processes(marks))
+        for pid in list(found):
+            with contextlib.suppress(psutil.Error):
+                parent = psutil.Process(pid).parent()
+                if parent is not None and parent.name().startswith("slurmstepd"):
+                    found.add(parent.pid)
+        if self.net is not None:  # a machine of its own: everything in its namespace belongs to it
+            ip = _tool("ip") or "ip"
+            listed = subprocess.run([ip, "netns", "pids", self.net.namespace(node)], capture_output=True, text=True)
+            found |= {int(pid) for pid in listed.stdout.split()}
+        me = psutil.Process()
+        return sorted(found - {me.pid, *(p.pid for p in me.parents())})
 
     def _wait(self, ready: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

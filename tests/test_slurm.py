@@ -7,6 +7,7 @@ gives. No TensorFlow here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -270,3 +271,69 @@ def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
     while netns.leftovers(owner=proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert netns.leftovers(owner=proc.pid) == []
+
+
+def _stepds() -> dict[int, str]:
+    """Every slurmstepd on this machine: ``{pid: its network namespace}``."""
+    found = {}
+    for proc in psutil.process_iter(["name"]):
+        if (proc.info["name"] or "").startswith("slurmstepd"):
+            with contextlib.suppress(OSError):
+                found[proc.pid] = os.readlink(f"/proc/{proc.pid}/ns/net")
+    return found
+
+
+def _runs_sleep(cluster: SlurmCluster, node: str) -> bool:
+    """Whether the job step ``sleep`` runs on ``node`` (processes may end while we look)."""
+    for pid in cluster.node_processes(node):
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).name() == "sleep":
+                return True
+    return False
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie not yet reaped by its parent (init, for a slurmstepd)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.parametrize("network", NETWORK, ids=["loopback", "namespaces"])
+def test_kill_node_kills_everything_on_it_and_start_node_brings_it_back(network):
+    with SlurmCluster(2, network=network) as cluster:
+        before = set(_stepds())
+        job = cluster.run(["sbatch", "-N", "2", "-o", "/dev/null", "--wrap", "srun sleep 300"], cwd=cluster.root)
+        assert job.ok, job.stderr
+        deadline = time.monotonic() + 30
+        while not all(_runs_sleep(cluster, n) for n in cluster.nodes):
+            assert time.monotonic() < deadline, "the job step did not start on both nodes"
+            time.sleep(0.1)
+        on_node2 = cluster.node_processes("node2")
+        stepds = {pid for pid in _stepds() if pid not in before and pid in on_node2}
+        assert stepds, "slurmstepd of node2 not found (it overwrites its environment; found through its task)"
+        assert set(on_node2).isdisjoint(cluster.node_processes("node1"))  # each process on one node
+        cluster.kill_node("node2")
+        assert cluster.node_processes("node2") == [] and all(_dead(pid) for pid in on_node2)
+        assert _runs_sleep(cluster, "node1")
+        down = cluster.run(["scontrol", "update", "nodename=node2", "state=down", "reason=test"])
+        assert down.ok, down.stderr
+        assert cluster.node_states()["node2"].startswith("down")
+        cluster.start_node("node2")  # ReturnToService=2: usable again once its slurmd registers
+        with pytest.raises(RuntimeError, match="running already"):
+            cluster.start_node("node2")
+        cluster.run(["scancel", "1"])
+        cluster.wait_idle(60)
+        root = cluster.root
+    _assert_nothing_left(root)
+
+
+@needs_slurm
+def test_kill_node_and_start_node_refuse_unknown_nodes():
+    with SlurmCluster(1, network=False) as cluster:
+        for method in (cluster.kill_node, cluster.start_node, cluster.node_processes):
+            with pytest.raises(KeyError, match="no node 'node9'"):
+                method("node9")
