@@ -337,3 +337,23 @@ def test_kill_node_and_start_node_refuse_unknown_nodes():
         for method in (cluster.kill_node, cluster.start_node, cluster.node_processes):
             with pytest.raises(KeyError, match="no node 'node9'"):
                 method("node9")
+
+
+@pytest.mark.slow
+def test_notebook_11_without_slurm_says_why_in_one_line_and_runs_to_the_end(monkeypatch):
+    """Where no cluster can start (no root, no Slurm, macOS: ``COURSE_NO_SLURM=1`` stands in),
+    the setup prints one line and every other cell runs without failing."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    monkeypatch.setenv("COURSE_NO_SLURM", "1")
+    monkeypatch.setenv("COURSE_SMOKE", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    notebook = nbformat.read(ROOT / "notebooks" / "11_slurm_cluster.ipynb", as_version=4)
+    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()  # raises on a failing cell
+    printed = [line for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+               if out.get("name") == "stdout" for line in out["text"].splitlines()]
+    said = [line for line in printed if line.startswith("Slurm:")]
+    assert said == ["Slurm: COURSE_NO_SLURM is set, so no Slurm cluster is started"], said
+    assert any(line.startswith("(not run: COURSE_NO_SLURM") for line in printed)  # the commands shown, not run
+    assert leftovers(owner=os.getpid()) == []
