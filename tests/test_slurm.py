@@ -340,20 +340,22 @@ def test_kill_node_and_start_node_refuse_unknown_nodes():
 
 
 @pytest.mark.slow
-def test_notebook_11_without_slurm_says_why_in_one_line_and_runs_to_the_end(monkeypatch):
+def test_notebook_11_without_slurm_says_why_in_one_line_and_runs_to_the_end(monkeypatch, tmp_path):
     """Where no cluster can start (no root, no Slurm, macOS: ``COURSE_NO_SLURM=1`` stands in),
-    the setup prints one line and every other cell runs without failing."""
+    the setup prints one line and every other cell runs without failing. It runs in a folder of
+    its own: its ``%%writefile`` cells must not rewrite the programs of a notebook 11 running
+    beside it."""
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")
     monkeypatch.setenv("COURSE_NO_SLURM", "1")
     monkeypatch.setenv("COURSE_SMOKE", "1")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     notebook = nbformat.read(ROOT / "notebooks" / "11_slurm_cluster.ipynb", as_version=4)
+    (tmp_path / "programs").mkdir()
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()  # raises on a failing cell
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on a failing cell
     printed = [line for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
                if out.get("name") == "stdout" for line in out["text"].splitlines()]
     said = [line for line in printed if line.startswith("Slurm:")]
     assert said == ["Slurm: COURSE_NO_SLURM is set, so no Slurm cluster is started"], said
     assert any(line.startswith("(not run: COURSE_NO_SLURM") for line in printed)  # the commands shown, not run
-    assert leftovers(owner=os.getpid()) == []
