@@ -236,6 +236,15 @@ def _marked_processes(marks: Sequence[bytes], spare: Iterable[int] = ()) -> list
     return sorted(found - spare_set)
 
 
+def _process(pid: int) -> psutil.Process | None:
+    """The live process ``pid`` (``None`` if it is gone or a zombie: dead, only not yet reaped)."""
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.Error:
+        return None
+
+
 def remove_cluster(root: str | os.PathLike[str], spare: Iterable[int] = ()) -> None:
     """SIGKILL every process of the cluster in ``root`` (until none is left), then delete the
     folder. Idempotent. Called by :meth:`SlurmCluster.stop`, the watchdog and :func:`reap_orphans`."""
@@ -485,16 +494,21 @@ class SlurmCluster:
         proc = self._daemons.get(f"slurmd.{node}")
         if proc is not None:
             stop_children([proc], grace_seconds=0)
-        root = self._require_root()
+        killed: set[int] = set()
         for _ in range(50):  # until nothing is left: a dying slurmstepd may still fork
             pids = self.node_processes(node)
             if not pids:
-                return
+                break
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+            killed |= set(pids)
             time.sleep(0.05)
-        raise RuntimeError(f"processes of {node} in {root} survived SIGKILL: {self.node_processes(node)}")
+        # a process that is exiting has no environment left to be found by: wait for the exits
+        _, alive = psutil.wait_procs([p for p in map(_process, killed) if p is not None], timeout=10)
+        alive = [p.pid for p in alive if _process(p.pid) is not None]
+        if self.node_processes(node) or alive:
+            raise RuntimeError(f"processes of {node} survived SIGKILL: {self.node_processes(node) + alive}")
 
     def node_processes(self, node: str) -> list[int]:
         """Pids of what runs on ``node``: its ``slurmd`` (it carries ``COURSE_SLURM_NODE``), the
