@@ -218,7 +218,24 @@ def cluster_processes(root: str | os.PathLike[str], spare: Iterable[int] = ()) -
     or environment names the folder (the daemons, ``slurmstepd``, clients with its
     ``SLURM_CONF``) and all their descendants (job steps, batch scripts). ``spare`` and this
     process's own ancestors are never listed. Used by the clean-up and the tests."""
-    return _marked_processes([os.fsencode(str(root))], spare)
+    return sorted(set(_marked_processes([os.fsencode(str(root))], spare)) | set(_stepds(root, spare)))
+
+
+def _stepds(root: str | os.PathLike[str], spare: Iterable[int] = ()) -> list[int]:
+    """The ``slurmstepd`` with a file open under ``root`` (a cluster's folder, or one node's log
+    file in it). Each overwrites its command line and
+    environment with its title (``slurmstepd: [1.0]``), so neither names the folder; its open
+    files do (the node's log, its socket in the spool), deleted or not."""
+    prefix = str(Path(root).resolve())
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        if not (proc.info["name"] or "").startswith("slurmstepd") or proc.pid in set(spare):
+            continue
+        with contextlib.suppress(OSError):
+            fds = Path(f"/proc/{proc.pid}/fd")
+            if any(os.readlink(fds / fd).startswith(prefix) for fd in os.listdir(fds)):
+                found.append(proc.pid)
+    return found
 
 
 def _marked_processes(marks: Sequence[bytes], spare: Iterable[int] = ()) -> list[int]:
@@ -513,12 +530,15 @@ class SlurmCluster:
     def node_processes(self, node: str) -> list[int]:
         """Pids of what runs on ``node``: its ``slurmd`` (it carries ``COURSE_SLURM_NODE``), the
         job steps it started (``SLURMD_NODENAME``), their ``slurmstepd`` (which overwrites its own
-        environment with its title, so it is found as their parent) and, in a namespace, every
-        process in it. Used by :meth:`kill_node` and the tests."""
+        environment with its title, so it is found by the node's log it keeps open and as their
+        parent) and, in a namespace, every process in it. Used by :meth:`kill_node` and the tests."""
         self.address(node)
         # whole variables: "node1 " is not a prefix of "node10 " (the scan ends each with a space)
-        marks = [f"{NODE_MARK}={self._require_root()}/{node} ".encode(), f"SLURMD_NODENAME={node} ".encode()]
-        found = set(_marked_processes(marks))
+        root = self._require_root()
+        found = set(_marked_processes([f"{NODE_MARK}={root}/{node} ".encode()]))  # its slurmd
+        # job steps: every cluster on this machine has a node1, so only this cluster's (SLURM_CONF)
+        found |= set(_marked_processes([f"SLURMD_NODENAME={node} ".encode()])) & set(cluster_processes(root))
+        found |= set(_stepds(root / "log" / f"slurmd.{node}.log"))  # a slurmstepd writes its node's log
         for pid in list(found):
             with contextlib.suppress(psutil.Error):
                 parent = psutil.Process(pid).parent()

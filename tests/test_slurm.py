@@ -292,6 +292,14 @@ def _runs_sleep(cluster: SlurmCluster, node: str) -> bool:
     return False
 
 
+def _name(pid: int) -> str:
+    """The process's name, "" if it ended while we looked."""
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return ""
+
+
 def _dead(pid: int) -> bool:
     """Gone, or a zombie not yet reaped by its parent (init, for a slurmstepd)."""
     try:
@@ -359,3 +367,26 @@ def test_notebook_11_without_slurm_says_why_in_one_line_and_runs_to_the_end(monk
     said = [line for line in printed if line.startswith("Slurm:")]
     assert said == ["Slurm: COURSE_NO_SLURM is set, so no Slurm cluster is started"], said
     assert any(line.startswith("(not run: COURSE_NO_SLURM") for line in printed)  # the commands shown, not run
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_stopping_a_cluster_leaves_no_slurmstepd_and_two_clusters_keep_their_nodes_apart():
+    """slurmstepd hides its environment behind its title: it is found by its open files. Killing
+    node2 of one cluster leaves node2 of another alone."""
+    with SlurmCluster(2, network=False) as one, SlurmCluster(2, network=False) as two:
+        for cluster in (one, two):
+            job = cluster.run(["sbatch", "-N", "2", "-o", "/dev/null", "--wrap", "srun sleep 300"], cwd=cluster.root)
+            assert job.ok, job.stderr
+        deadline = time.monotonic() + 30
+        while not all(_runs_sleep(c, n) for c in (one, two) for n in c.nodes):
+            assert time.monotonic() < deadline, "the job steps did not start"
+            time.sleep(0.1)
+        stepds = {c: [p for p in cluster_processes(c.root) if _name(p).startswith("slurmstepd")] for c in (one, two)}
+        assert all(len(found) >= 3 for found in stepds.values()), stepds  # batch, and one step per node
+        one.kill_node("node2")
+        assert _runs_sleep(two, "node2") and two.node_processes("node2")
+        root = one.root
+        one.stop()
+        _assert_nothing_left(root)
+        assert all(_dead(pid) for pid in stepds[one]) and not any(_dead(pid) for pid in stepds[two])
