@@ -255,12 +255,16 @@ def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CREATOR), "fail" if how == "fail" else "wait"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    root = Path(proc.stdout.readline().strip())
-    assert re.search(rf"/{slurm.PREFIX}{proc.pid}-", str(root)), proc.stderr.read() if proc.poll() is not None else root
-    deadline = time.monotonic() + 30  # the step is registered before its tasks run
-    while len([pid for pid in cluster_processes(root) if _name(pid) == "sleep"]) < 2 and how != "fail":
-        assert time.monotonic() < deadline, "the job's step is not running on both nodes"
-        time.sleep(0.1)
+    try:
+        root = Path(proc.stdout.readline().strip())
+        assert re.search(rf"/{slurm.PREFIX}{proc.pid}-", str(root)), proc.stderr.read() if proc.poll() is not None else root
+        deadline = time.monotonic() + 30  # the step is registered before its tasks run
+        while len([pid for pid in cluster_processes(root) if _name(pid) == "sleep"]) < 2 and how != "fail":
+            assert time.monotonic() < deadline, "the job's step is not running on both nodes"
+            time.sleep(0.1)
+    except BaseException:
+        proc.kill()  # its guardian removes the cluster; it would otherwise wait 300 s
+        raise
     # "fail" stops the cluster right after printing its folder: its steps may be gone already
     if how == "ctrl-c":
         proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: atexit stops the cluster
