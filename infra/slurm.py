@@ -218,7 +218,24 @@ def cluster_processes(root: str | os.PathLike[str], spare: Iterable[int] = ()) -
     or environment names the folder (the daemons, ``slurmstepd``, clients with its
     ``SLURM_CONF``) and all their descendants (job steps, batch scripts). ``spare`` and this
     process's own ancestors are never listed. Used by the clean-up and the tests."""
-    return _marked_processes([os.fsencode(str(root))], spare)
+    return sorted(set(_marked_processes([os.fsencode(str(root))], spare)) | set(_stepds(root, spare)))
+
+
+def _stepds(root: str | os.PathLike[str], spare: Iterable[int] = ()) -> list[int]:
+    """The ``slurmstepd`` with a file open under ``root`` (a cluster's folder, or one node's log
+    file in it). Each overwrites its command line and
+    environment with its title (``slurmstepd: [1.0]``), so neither names the folder; its open
+    files do (the node's log, its socket in the spool), deleted or not."""
+    prefix = str(Path(root).resolve())
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        if not (proc.info["name"] or "").startswith("slurmstepd") or proc.pid in set(spare):
+            continue
+        with contextlib.suppress(OSError):
+            fds = Path(f"/proc/{proc.pid}/fd")
+            if any(os.readlink(fds / fd).startswith(prefix) for fd in os.listdir(fds)):
+                found.append(proc.pid)
+    return found
 
 
 def _marked_processes(marks: Sequence[bytes], spare: Iterable[int] = ()) -> list[int]:
@@ -227,13 +244,22 @@ def _marked_processes(marks: Sequence[bytes], spare: Iterable[int] = ()) -> list
     spare_set = set(spare) | {me.pid} | {p.pid for p in me.parents()}
     found: set[int] = set()
     for proc in psutil.process_iter(["cmdline", "environ"]):
-        text = " ".join(proc.info["cmdline"] or []) + " " + " ".join(
-            f"{k}={v}" for k, v in (proc.info["environ"] or {}).items())
+        text = " ".join(proc.info["cmdline"] or []) + " " + "".join(
+            f"{k}={v} " for k, v in (proc.info["environ"] or {}).items())
         if any(os.fsdecode(mark) in text for mark in marks):
             found.add(proc.pid)
             with contextlib.suppress(psutil.Error):  # a job step's processes do not carry the mark
                 found |= {child.pid for child in proc.children(recursive=True)}
     return sorted(found - spare_set)
+
+
+def _process(pid: int) -> psutil.Process | None:
+    """The live process ``pid`` (``None`` if it is gone or a zombie: dead, only not yet reaped)."""
+    try:
+        proc = psutil.Process(pid)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.Error:
+        return None
 
 
 def remove_cluster(root: str | os.PathLike[str], spare: Iterable[int] = ()) -> None:
@@ -477,17 +503,53 @@ class SlurmCluster:
                                                    str(self.conf_path)], node), env={NODE_MARK: f"{self._require_root()}/{node}"})
 
     def kill_node(self, node: str) -> None:
-        """SIGKILL the ``slurmd`` of ``node``, as if the machine had died (its job steps are
-        killed too). The controller marks the node DOWN after ``SlurmdTimeout`` (10 s)."""
+        """Kill everything on ``node`` with SIGKILL, as if the machine had died: its ``slurmd``,
+        its ``slurmstepd`` and their job steps (in a namespace: every process in it). The
+        controller marks the node DOWN after ``SlurmdTimeout`` (10 s), or at once after
+        ``scontrol update nodename=... state=down``. Notebook 11 takes a node down with it."""
         self.address(node)
         proc = self._daemons.get(f"slurmd.{node}")
         if proc is not None:
             stop_children([proc], grace_seconds=0)
-        # its slurmstepd (started by slurmd, so it carries slurmd's NODE_MARK) and job steps
-        marks = [f"{NODE_MARK}={self._require_root()}/{node}\0".encode(), f"SLURMD_NODENAME={node}\0".encode()]
-        for pid in _marked_processes(marks):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        killed: set[int] = set()
+        for _ in range(50):  # until nothing is left: a dying slurmstepd may still fork
+            pids = self.node_processes(node)
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            killed |= set(pids)
+            time.sleep(0.05)
+        # a process that is exiting has no environment left to be found by: wait for the exits
+        _, alive = psutil.wait_procs([p for p in map(_process, killed) if p is not None], timeout=10)
+        alive = [p.pid for p in alive if _process(p.pid) is not None]
+        if self.node_processes(node) or alive:
+            raise RuntimeError(f"processes of {node} survived SIGKILL: {self.node_processes(node) + alive}")
+
+    def node_processes(self, node: str) -> list[int]:
+        """Pids of what runs on ``node``: its ``slurmd`` (it carries ``COURSE_SLURM_NODE``), the
+        job steps it started (``SLURMD_NODENAME``), their ``slurmstepd`` (which overwrites its own
+        environment with its title, so it is found by the node's log it keeps open and as their
+        parent) and, in a namespace, every process in it. Used by :meth:`kill_node` and the tests."""
+        self.address(node)
+        # whole variables: "node1 " is not a prefix of "node10 " (the scan ends each with a space)
+        root = self._require_root()
+        found = set(_marked_processes([f"{NODE_MARK}={root}/{node} ".encode()]))  # its slurmd
+        # job steps: every cluster on this machine has a node1, so only this cluster's (SLURM_CONF)
+        found |= set(_marked_processes([f"SLURMD_NODENAME={node} ".encode()])) & set(cluster_processes(root))
+        found |= set(_stepds(root / "log" / f"slurmd.{node}.log"))  # a slurmstepd writes its node's log
+        for pid in list(found):
+            with contextlib.suppress(psutil.Error):
+                parent = psutil.Process(pid).parent()
+                if parent is not None and parent.name().startswith("slurmstepd"):
+                    found.add(parent.pid)
+        if self.net is not None:  # a machine of its own: everything in its namespace belongs to it
+            ip = _tool("ip") or "ip"
+            listed = subprocess.run([ip, "netns", "pids", self.net.namespace(node)], capture_output=True, text=True)
+            found |= {int(pid) for pid in listed.stdout.split()}
+        me = psutil.Process()
+        return sorted(found - {me.pid, *(p.pid for p in me.parents())})
 
     def _wait(self, ready: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

@@ -7,6 +7,7 @@ gives. No TensorFlow here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -254,10 +255,17 @@ def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CREATOR), "fail" if how == "fail" else "wait"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    root = Path(proc.stdout.readline().strip())
-    assert re.search(rf"/{slurm.PREFIX}{proc.pid}-", str(root)), proc.stderr.read() if proc.poll() is not None else root
-    steps = [pid for pid in cluster_processes(root) if "sleep" in " ".join(psutil.Process(pid).cmdline())]
-    assert len(steps) >= 2, "the job's step is not running on both nodes"
+    try:
+        root = Path(proc.stdout.readline().strip())
+        assert re.search(rf"/{slurm.PREFIX}{proc.pid}-", str(root)), proc.stderr.read() if proc.poll() is not None else root
+        deadline = time.monotonic() + 30  # the step is registered before its tasks run
+        while len([pid for pid in cluster_processes(root) if _name(pid) == "sleep"]) < 2 and how != "fail":
+            assert time.monotonic() < deadline, "the job's step is not running on both nodes"
+            time.sleep(0.1)
+    except BaseException:
+        proc.kill()  # its guardian removes the cluster; it would otherwise wait 300 s
+        raise
+    # "fail" stops the cluster right after printing its folder: its steps may be gone already
     if how == "ctrl-c":
         proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: atexit stops the cluster
     elif how == "sigterm":
@@ -270,3 +278,122 @@ def test_the_creator_leaves_nothing_behind_even_with_a_job_running(how):
     while netns.leftovers(owner=proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert netns.leftovers(owner=proc.pid) == []
+
+
+def _stepds() -> dict[int, str]:
+    """Every slurmstepd on this machine: ``{pid: its network namespace}``."""
+    found = {}
+    for proc in psutil.process_iter(["name"]):
+        if (proc.info["name"] or "").startswith("slurmstepd"):
+            with contextlib.suppress(OSError):
+                found[proc.pid] = os.readlink(f"/proc/{proc.pid}/ns/net")
+    return found
+
+
+def _runs_sleep(cluster: SlurmCluster, node: str) -> bool:
+    """Whether the job step ``sleep`` runs on ``node`` (processes may end while we look)."""
+    for pid in cluster.node_processes(node):
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).name() == "sleep":
+                return True
+    return False
+
+
+def _name(pid: int) -> str:
+    """The process's name, "" if it ended while we looked."""
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return ""
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie not yet reaped by its parent (init, for a slurmstepd)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.parametrize("network", NETWORK, ids=["loopback", "namespaces"])
+def test_kill_node_kills_everything_on_it_and_start_node_brings_it_back(network):
+    with SlurmCluster(2, network=network) as cluster:
+        before = set(_stepds())
+        job = cluster.run(["sbatch", "-N", "2", "-o", "/dev/null", "--wrap", "srun sleep 300"], cwd=cluster.root)
+        assert job.ok, job.stderr
+        deadline = time.monotonic() + 30
+        while not all(_runs_sleep(cluster, n) for n in cluster.nodes):
+            assert time.monotonic() < deadline, "the job step did not start on both nodes"
+            time.sleep(0.1)
+        on_node2 = cluster.node_processes("node2")
+        stepds = {pid for pid in _stepds() if pid not in before and pid in on_node2}
+        assert stepds, "slurmstepd of node2 not found (it overwrites its environment; found through its task)"
+        assert set(on_node2).isdisjoint(cluster.node_processes("node1"))  # each process on one node
+        cluster.kill_node("node2")
+        assert cluster.node_processes("node2") == [] and all(_dead(pid) for pid in on_node2)
+        assert _runs_sleep(cluster, "node1")
+        down = cluster.run(["scontrol", "update", "nodename=node2", "state=down", "reason=test"])
+        assert down.ok, down.stderr
+        assert cluster.node_states()["node2"].startswith("down")
+        cluster.start_node("node2")  # ReturnToService=2: usable again once its slurmd registers
+        with pytest.raises(RuntimeError, match="running already"):
+            cluster.start_node("node2")
+        cluster.run(["scancel", "1"])
+        cluster.wait_idle(60)
+        root = cluster.root
+    _assert_nothing_left(root)
+
+
+@needs_slurm
+def test_kill_node_and_start_node_refuse_unknown_nodes():
+    with SlurmCluster(1, network=False) as cluster:
+        for method in (cluster.kill_node, cluster.start_node, cluster.node_processes):
+            with pytest.raises(KeyError, match="no node 'node9'"):
+                method("node9")
+
+
+@pytest.mark.slow
+def test_notebook_11_without_slurm_says_why_in_one_line_and_runs_to_the_end(monkeypatch, tmp_path):
+    """Where no cluster can start (no root, no Slurm, macOS: ``COURSE_NO_SLURM=1`` stands in),
+    the setup prints one line and every other cell runs without failing. It runs in a folder of
+    its own: its ``%%writefile`` cells must not rewrite the programs of a notebook 11 running
+    beside it."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    monkeypatch.setenv("COURSE_NO_SLURM", "1")
+    monkeypatch.setenv("COURSE_SMOKE", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    notebook = nbformat.read(ROOT / "notebooks" / "11_slurm_cluster.ipynb", as_version=4)
+    (tmp_path / "programs").mkdir()
+    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on a failing cell
+    printed = [line for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+               if out.get("name") == "stdout" for line in out["text"].splitlines()]
+    said = [line for line in printed if line.startswith("Slurm:")]
+    assert said == ["Slurm: COURSE_NO_SLURM is set, so no Slurm cluster is started"], said
+    assert any(line.startswith("(not run: COURSE_NO_SLURM") for line in printed)  # the commands shown, not run
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_stopping_a_cluster_leaves_no_slurmstepd_and_two_clusters_keep_their_nodes_apart():
+    """slurmstepd hides its environment behind its title: it is found by its open files. Killing
+    node2 of one cluster leaves node2 of another alone."""
+    with SlurmCluster(2, network=False) as one, SlurmCluster(2, network=False) as two:
+        for cluster in (one, two):
+            job = cluster.run(["sbatch", "-N", "2", "-o", "/dev/null", "--wrap", "srun sleep 300"], cwd=cluster.root)
+            assert job.ok, job.stderr
+        deadline = time.monotonic() + 30
+        while not all(_runs_sleep(c, n) for c in (one, two) for n in c.nodes):
+            assert time.monotonic() < deadline, "the job steps did not start"
+            time.sleep(0.1)
+        stepds = {c: [p for p in cluster_processes(c.root) if _name(p).startswith("slurmstepd")] for c in (one, two)}
+        assert all(len(found) >= 3 for found in stepds.values()), stepds  # batch, and one step per node
+        one.kill_node("node2")
+        assert _runs_sleep(two, "node2") and two.node_processes("node2")
+        root = one.root
+        one.stop()
+        _assert_nothing_left(root)
+        assert all(_dead(pid) for pid in stepds[one]) and not any(_dead(pid) for pid in stepds[two])
