@@ -8,10 +8,11 @@
 # Measured on a quiet 2-core machine from a fresh clone with an empty pip cache: 24 min one
 # step after the other, 17 min with the build in the background.
 #
-# Notebook 09 (~5 min of fresh processes and deliberate waits, no speed comparisons), the GPU
-# rehearsals and the Colab rehearsal run as a second stream beside them, in a copy of the working
-# tree (its own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and workers
-# import the copy): one after the other they would add ~25 min on 2 cores. Notebook 10 stays in
+# Notebooks 09 (~5 min of fresh processes and deliberate waits) and 12 (no speed comparisons in
+# either), the Chinese 00 and 02, the GPU rehearsals and the Colab rehearsal run as a second
+# stream beside them, in a copy of the working tree (its own build/, data/, images/ and
+# programs/; PYTHONPATH makes its notebooks and workers import the copy): one after the other
+# they would add ~30 min on 2 cores. Notebook 10 stays in
 # the main stream: it compares speed-ups over fast and slow links, which the unit tests' load
 # beside it upset (a fresh clone here failed that way).
 #
@@ -20,10 +21,12 @@
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
 #   tools/run_tests.sh unit      unit tests only (make test-unit)
-#   tools/run_tests.sh notebooks notebooks 00-06, 08-11 and the Colab rehearsal (make test-notebooks)
+#   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00 and 02, and the Colab
+#                                rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
-#   tools/run_tests.sh second     the second stream of `all`: notebook 09, GPU rehearsals, Colab
-#                                 rehearsal (COURSE_SOURCE_TREE: the git checkout to clone)
+#   tools/run_tests.sh second     the second stream of `all`: notebooks 09 and 12, the Chinese 00
+#                                 and 02, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
+#                                 git checkout to clone)
 #   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
 
@@ -35,13 +38,13 @@ export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
-SECOND_NB_PREFIX="notebooks/09_"  # in the second stream under `all`
-mapfile -t SECOND_NBS < <(ls "$SECOND_NB_PREFIX"*.ipynb 2>/dev/null || true)
+SECOND_NB_PATTERN='^notebooks/(09|12)_'  # in the second stream under `all`: no speed comparisons in them
+mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
 # The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed, after 09 in the second stream
 # (every other one's code is the English code, token for token: tests/test_i18n.py)
 mapfile -t ZH_NBS < <(ls notebooks/zh/{00,02}_*.ipynb 2>/dev/null || true)
 SECOND_NBS+=("${ZH_NBS[@]}")
-mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -v "^$SECOND_NB_PREFIX")   # the others
+mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -vE "$SECOND_NB_PATTERN")   # the others
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
 SLURM_LOG="$ROOT/.slurm-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
@@ -50,8 +53,8 @@ COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # what the hardware must provide is substituted, and each notebook says so.
 ONE_GPU="1x15360@7.5:Tesla T4"
 THREE_GPUS="3x24576@8.6:RTX A5000"
-mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08}_*.ipynb)
-mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04}_*.ipynb)
+mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08,12}_*.ipynb 2>/dev/null)
+mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 
 build_pid=""
 second_pid=""
