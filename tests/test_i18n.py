@@ -234,3 +234,16 @@ def test_relative_links_resolve_from_notebooks_zh(path: Path) -> None:
             if not (path.parent / target.split("#")[0]).exists():
                 broken.append(f"cell {cell['id']}: {target}")
     assert not broken, f"zh/{path.name}: " + ", ".join(broken)
+
+
+def test_report_with_and_without_pending(tmp_path: Path, monkeypatch) -> None:
+    """A notebook without a catalog is a to-do ("NO CATALOG") unless its number is in PENDING."""
+    monkeypatch.setattr(i18n, "EN_DIR", tmp_path)
+    monkeypatch.setattr(i18n, "CATALOG_DIR", tmp_path / "zh_CN")
+    (tmp_path / "99_t.ipynb").write_text(json.dumps(notebook(("a", "markdown", "Hi"))), encoding="utf-8")
+    monkeypatch.setattr(i18n, "PENDING", ())
+    lines, todo = i18n.report()
+    assert todo == 1 and "NO CATALOG" in lines[0]
+    monkeypatch.setattr(i18n, "PENDING", ("99",))
+    lines, todo = i18n.report()
+    assert todo == 0 and "not yet translated" in lines[0]
