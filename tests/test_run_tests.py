@@ -82,17 +82,19 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_09_and_the_
     result = run(root, env={**os.environ, "PY": str(root / "python"), "TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
     log = calls(root)  # both streams write to it
-    main = [line for line in log if "notebooks/01_b.ipynb" in line or "tests" in line.split() or "horovod" in line]
-    assert main[0] == "-m pytest tests -m not horovod_env --durations=10"
+    main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside", "-m horovod_env",
+                                                                  "--nbval-kernel-name horovod"))]
+    assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=10"
     assert main[1].endswith("--durations=15 notebooks/00_a.ipynb notebooks/01_b.ipynb")  # not 07, not 09
     assert main[2] == "-m pytest tests -m horovod_env"
     assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
     second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
-    assert second[0].endswith("--durations=15 notebooks/09_slow.ipynb")
-    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[1:3])  # the GPU rehearsals
-    assert second[3] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
+    assert second[0] == "-m pytest tests -m beside and not horovod_env --durations=10"  # the long unit tests
+    assert second[1].endswith("--durations=15 notebooks/09_slow.ipynb")
+    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[2:4])  # the GPU rehearsals
+    assert second[4] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     reports = root / "build" / "test-reports"  # both streams' notebooks report their cells' times there
-    assert f"--junitxml={reports}/nbval-00_a.xml" in main[1] and f"--junitxml={reports}/nbval-09_slow.xml" in second[0]
+    assert f"--junitxml={reports}/nbval-00_a.xml" in main[1] and f"--junitxml={reports}/nbval-09_slow.xml" in second[1]
     assert log[-1].startswith("tools/lesson_lines.py --times")  # and the table of core times beside slots ends the run
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
@@ -136,7 +138,7 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 7  # unit tests, notebooks, notebook 09, two GPU rehearsals, Colab rehearsal, slot table; not 07
+    assert len(calls(root)) == 8  # unit tests (two parts), notebooks, notebook 09, two GPU rehearsals, Colab, slot table; not 07
     assert not any(line.endswith("-m horovod_env") or "--nbval-kernel-name horovod" in line for line in calls(root))
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 

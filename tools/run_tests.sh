@@ -8,8 +8,9 @@
 # Measured on a quiet 2-core machine from a fresh clone with an empty pip cache: 24 min one
 # step after the other, 17 min with the build in the background.
 #
-# Notebooks 09 (~5 min of fresh processes and deliberate waits) and 12 (no speed comparisons in
-# either), the Chinese 00 and 02, the GPU rehearsals and the Colab rehearsal run as a second
+# The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 09 (~5 min
+# of fresh processes and deliberate waits) and 12 (no speed comparisons in either), the Chinese 00
+# and 02, the GPU rehearsals and the Colab rehearsal run as a second
 # stream beside them, in a copy of the working tree (its own build/, data/, images/ and
 # programs/; PYTHONPATH makes its notebooks and workers import the copy): one after the other
 # they would add ~30 min on 2 cores. Notebook 10 stays in
@@ -73,7 +74,9 @@ stop_build() {
 trap stop_build EXIT
 trap 'exit 130' INT TERM
 
-run_unit() { "$PY" -m pytest tests -m "not horovod_env" --durations=10; }
+run_unit() { # run_unit [MARKERS]: the unit tests (all but those needing the Horovod environment)
+    "$PY" -m pytest tests -m "${1:-not horovod_env}" --durations=10
+}
 slurm_result() { # slurm_result RC: after tools/setup_slurm.sh (Slurm for notebook 11) ended with RC
     cat "$SLURM_LOG"
     if (($1 == 3)); then
@@ -122,7 +125,8 @@ run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.s
         exit "$1"
     else
         "$PY" -m pytest tests -m horovod_env
-        "$PY" -m pytest "${NBVAL[@]}" --nbval-kernel-name horovod "${HVD_NBS[@]}"
+        mkdir -p "$REPORTS"
+        "$PY" -m pytest "${NBVAL[@]}" --junitxml="$REPORTS/nbval-07_horovod.xml" --nbval-kernel-name horovod "${HVD_NBS[@]}"
     fi
 }
 
@@ -154,6 +158,7 @@ case "$STAGE" in
         # every part runs even when one before it failed, so that one run reports them all
         rc=0 failed=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
+        run_unit "beside and not horovod_env" || failed=1  # the long ones, taken off the main stream
         if ((${#SECOND_NBS[@]})); then run_notebooks "${SECOND_NBS[@]}" || failed=1; fi
         run_rehearsals || failed=1
         cat "$COLAB_LOG"
@@ -189,7 +194,7 @@ case "$STAGE" in
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
             slurm_pid=$!
         fi
-        run_unit
+        run_unit "not horovod_env and not beside"  # the tests marked `beside` run in the second stream
         if [[ -n "$slurm_pid" ]]; then
             rc=0
             wait "$slurm_pid" || rc=$?
