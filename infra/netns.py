@@ -84,6 +84,7 @@ __all__ = [
     "leftovers",
     "machine_prefixes",
     "make_network",
+    "namespace_pids",
     "send_bytes",
     "network_problem",
     "parse_delay",
@@ -339,6 +340,13 @@ def reap_orphans() -> list[str]:
     return dead
 
 
+def namespace_pids(name: str) -> list[int]:
+    """The processes running in network namespace ``name`` (``ip netns pids``; none if it is gone).
+    Used here to empty a namespace before deleting it, and by ``infra.slurm`` to find a node's."""
+    listed = subprocess.run([_ip(), "netns", "pids", name], capture_output=True, text=True)
+    return [int(pid) for pid in listed.stdout.split()]
+
+
 def _delete_namespaces(names: Sequence[str]) -> None:
     """Kill the processes inside each namespace, then delete it (missing ones are skipped).
 
@@ -349,12 +357,12 @@ def _delete_namespaces(names: Sequence[str]) -> None:
         if not os.path.exists(f"/run/netns/{name}"):
             continue
         for _ in range(50):
-            pids = subprocess.run([ip, "netns", "pids", name], capture_output=True, text=True).stdout.split()
+            pids = namespace_pids(name)
             if not pids:
                 break
             for pid in pids:
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             time.sleep(0.02)
         subprocess.run([ip, "netns", "delete", name], capture_output=True, text=True)
 

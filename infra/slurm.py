@@ -545,9 +545,7 @@ class SlurmCluster:
                 if parent is not None and parent.name().startswith("slurmstepd"):
                     found.add(parent.pid)
         if self.net is not None:  # a machine of its own: everything in its namespace belongs to it
-            ip = _tool("ip") or "ip"
-            listed = subprocess.run([ip, "netns", "pids", self.net.namespace(node)], capture_output=True, text=True)
-            found |= {int(pid) for pid in listed.stdout.split()}
+            found |= set(netns.namespace_pids(self.net.namespace(node)))
         me = psutil.Process()
         return sorted(found - {me.pid, *(p.pid for p in me.parents())})
 
