@@ -250,14 +250,17 @@ def shard_source(args: argparse.Namespace, data: Path, is_chief: bool, say: Any)
     import quickdraw as qd
     from quickdraw.pipeline import _resolve
 
-    if args.input != "shards" or _resolve(data, None)[0] != "csv_ndjson":
+    if args.input != "shards":
+        return data, False
+    kind, files, _ = _resolve(data, None)
+    if kind != "csv_ndjson":
         return data, False
     out = Path(args.shards_dir).expanduser() if args.shards_dir else (data if data.is_dir() else data.parent) / f"tfrecords-{args.shards}"
     if is_chief:
         say(f"shards: {out} (written once from {data}, then reused)")
     workers = args.shard_workers
     if workers is None:  # a process per core pays for its start (~5 s: it imports TensorFlow) above ~50 MB
-        workers = None if sum(f.stat().st_size for f in _resolve(data, None)[1]) > SMALL_SOURCE_BYTES else 1
+        workers = None if sum(f.stat().st_size for f in files) > SMALL_SOURCE_BYTES else 1
     t0 = time.perf_counter()
     try:
         manifest, written = qd.ensure_shards(
