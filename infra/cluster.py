@@ -387,7 +387,10 @@ class LocalCluster:
         try:
             argv, extra_path = _target_command(self.target, self.args, self._workdir)
             command = [self.python, *argv]
-            base_env = child_env(self.env)
+            # a killed task cannot run its atexit clean-up (TensorFlow's autograph files, the
+            # workers' own temporary folders): they go in the folder that stop() removes
+            (self._workdir / "tmp").mkdir()
+            base_env = child_env({"TMPDIR": str(self._workdir / "tmp"), **self.env})
             if extra_path:  # the folder a notebook-imported target's module lives in
                 base_env["PYTHONPATH"] = os.pathsep.join([base_env["PYTHONPATH"], *extra_path])
             visible = _launcher_visible_gpus()

@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -263,17 +264,20 @@ def _run(argv: list[str], env: Mapping[str, str] | None, timeout: float,
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
-    proc = start_child(argv, env=child_env(env), cwd=cwd)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        stop_child(proc)
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    except BaseException:
-        stop_child(proc)
-        raise
+    # a child killed at its timeout cannot run its atexit clean-up (TensorFlow's autograph
+    # files): its temporary files go in a folder removed here
+    with tempfile.TemporaryDirectory(prefix="course-run-") as tmp:
+        proc = start_child(argv, env=child_env({"TMPDIR": tmp, **(env or {})}), cwd=cwd)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            stop_child(proc)
+            stdout, stderr = proc.communicate()
+            timed_out = True
+        except BaseException:
+            stop_child(proc)
+            raise
     return ProcessResult(proc.returncode, stdout, stderr, time.perf_counter() - start, timed_out)
 
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -75,6 +76,15 @@ def hanging_worker() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     print(f"grandchild {child.pid}", flush=True)
     print(f"worker {os.environ['COURSE_TASK']} waiting", flush=True)
+    time.sleep(300)
+
+
+def temp_file_worker() -> None:
+    import tempfile
+    import time
+
+    with tempfile.NamedTemporaryFile(prefix="__autograph_generated_file", delete=False) as f:
+        print(f"temp file {f.name}", flush=True)  # as TensorFlow's autograph leaves them: removed at exit
     time.sleep(300)
 
 
@@ -279,6 +289,15 @@ def test_timeout_stops_hanging_workers():
     assert info.value.running == ["worker:0", "worker:1"]
     assert "worker worker:1 waiting" in str(info.value)
     _assert_all_gone(cluster, _grandchildren(info.value.logs))
+
+
+def test_a_killed_task_leaves_no_temporary_file():
+    with LocalCluster(temp_file_worker, 2, timeout=60) as cluster:
+        for task in ("worker:0", "worker:1"):
+            cluster.wait_for_output(task, "temp file", timeout=60)
+        files = [Path(line.split()[-1]) for line in cluster.logs()["worker:0"].splitlines() if "temp file" in line]
+        assert files and files[0].is_file() and files[0].parent != Path(tempfile.gettempdir())
+    assert not files[0].exists() and not files[0].parent.exists()
 
 
 def test_wait_for_output_then_time_the_hang():

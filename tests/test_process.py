@@ -6,7 +6,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +57,22 @@ def test_timeout_kills_the_whole_group(tmp_path) -> None:
     while _alive(grandchild) and time.time() < deadline:
         time.sleep(0.1)
     assert not _alive(grandchild), "the grandchild process outlived the timeout"
+
+
+def test_a_child_killed_at_its_timeout_leaves_no_temporary_file() -> None:
+    result = run_python(
+        """
+        import tempfile, time
+        with tempfile.NamedTemporaryFile(prefix="__autograph_generated_file", delete=False) as f:
+            print(f.name, flush=True)  # as TensorFlow's autograph leaves them: removed at exit
+        time.sleep(600)
+        """,
+        timeout=5,
+    )
+    assert result.timed_out
+    left = Path(result.stdout.strip())
+    assert left.name.startswith("__autograph") and left.parent != Path(tempfile.gettempdir())
+    assert not left.exists() and not left.parent.exists()
 
 
 def test_bad_timeout() -> None:

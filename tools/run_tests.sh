@@ -57,6 +57,10 @@ THREE_GPUS="3x24576@8.6:RTX A5000"
 mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08,12}_*.ipynb 2>/dev/null)
 mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 
+# nbval stops each kernel with SIGKILL, so TensorFlow cannot remove its autograph files at exit
+# (and a killed worker its own): every temporary file of the run goes in one folder, removed at the end
+RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/course-test-run.XXXXXX")
+export TMPDIR="$RUN_TMP"
 build_pid=""
 second_pid=""
 SECOND_TREE=""
@@ -70,6 +74,7 @@ stop_build() {
         fi
     done
     [[ -z "$SECOND_TREE" ]] || rm -rf "$SECOND_TREE"
+    rm -rf "$RUN_TMP"
 }
 trap stop_build EXIT
 trap 'exit 130' INT TERM
