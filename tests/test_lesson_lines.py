@@ -55,9 +55,17 @@ def test_measured_seconds_of_core_and_all_cells_beside_the_slot(tmp_path: Path, 
     report.write_text('<testsuites><testsuite name="pytest">'
                       '<testcase classname="notebooks.05_x.ipynb" name="Cell 0" time="90.0" />'
                       '<testcase classname="notebooks.05_x.ipynb" name="Cell 1" time="30.0" />'
-                      '<testcase classname="notebooks.zh.05_x.ipynb" name="Cell 1" time="99.0" />'  # zh: not counted
+                      '<testcase classname="notebooks.zh.05_x.ipynb" name="Cell 1" time="99.0" />'  # zh: not counted beside the English run
                       '</testsuite></testsuites>')
     assert count(path)["slot minutes"] == 30 and count(path)["core cells"] == [0]
     main([str(path), "--times", str(report)])
     row = capsys.readouterr().out.splitlines()[1].split()
     assert row[-4:] == ["30", "min", "1.5m", "2.0m"]  # slot, core 90 s, all 120 s
+    # the Chinese edition's run (same cells, same code) stands for an English notebook not run
+    only_zh = tmp_path / "zh.xml"
+    only_zh.write_text('<testsuites><testsuite name="pytest">'
+                       '<testcase classname="notebooks.zh.05_x.ipynb" name="Cell 0" time="60.0" />'
+                       '<testcase classname="notebooks.zh.05_x.ipynb" name="Cell 1" time="60.0" />'
+                       '</testsuite></testsuites>')
+    main([str(path), "--times", str(only_zh)])
+    assert capsys.readouterr().out.splitlines()[1].split()[-4:] == ["30", "min", "1.0m", "2.0m"]

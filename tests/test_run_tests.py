@@ -28,8 +28,10 @@ def make_project(
     root = tmp_path / "project"
     (root / "tools").mkdir(parents=True)
     (root / "notebooks").mkdir()
-    for name in ("00_a.ipynb", "01_b.ipynb", "07_horovod.ipynb", "09_slow.ipynb"):
+    for name in ("00_a.ipynb", "01_b.ipynb", "02_c.ipynb", "07_horovod.ipynb", "09_slow.ipynb"):
         (root / "notebooks" / name).write_text("{}")
+    (root / "notebooks" / "zh").mkdir()
+    (root / "notebooks" / "zh" / "00_a.ipynb").write_text("{}")  # the Chinese edition of 00
     (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
     (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
     (root / "tools" / "setup_horovod.sh").write_text(
@@ -85,13 +87,16 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_09_and_the_
     main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside", "-m horovod_env",
                                                                   "--nbval-kernel-name horovod"))]
     assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=10"
-    assert main[1].endswith("--durations=15 notebooks/00_a.ipynb notebooks/01_b.ipynb")  # not 07, not 09
+    # not 07, not 09; the Chinese 00 in the English one's place (same code), which the rehearsals run
+    assert main[1].endswith("--durations=15 notebooks/zh/00_a.ipynb notebooks/01_b.ipynb notebooks/02_c.ipynb")
     assert main[2] == "-m pytest tests -m horovod_env"
     assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
     second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
     assert second[0] == "-m pytest tests -m beside and not horovod_env --durations=10"  # the long unit tests
     assert second[1].endswith("--durations=15 notebooks/09_slow.ipynb")
-    assert all(line.endswith("--nbval-current-env notebooks/00_a.ipynb") for line in second[2:4])  # the GPU rehearsals
+    # the GPU rehearsals: one T4 (00 and 04 have theirs in the faithful Colab rehearsal), three GPUs
+    assert second[2].endswith("--nbval-current-env notebooks/02_c.ipynb")
+    assert second[3].endswith("--nbval-current-env notebooks/00_a.ipynb notebooks/02_c.ipynb")
     assert second[4] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     reports = root / "build" / "test-reports"  # both streams' notebooks report their cells' times there
     assert f"--junitxml={reports}/nbval-00_a.xml" in main[1] and f"--junitxml={reports}/nbval-09_slow.xml" in second[1]
@@ -106,7 +111,7 @@ def test_a_failure_in_the_second_stream_fails_the_run_after_all_its_parts_ran(tm
     result = run(root)
     assert result.returncode == 1
     log = calls(root)
-    assert sum("--nbval-current-env notebooks/00_a.ipynb" in line for line in log) == 2  # both rehearsals ran
+    assert sum("--nbval-current-env notebooks/" in line for line in log) == 2  # both rehearsals ran
     assert any("colab_rehearsal.py" in line for line in log)  # and the Colab one
     assert any("--nbval-kernel-name horovod" in line for line in log)  # the main stream finished too
 
@@ -116,6 +121,7 @@ def test_without_colabs_python_the_simple_colab_rehearsal_runs(tmp_path: Path) -
     result = run(root)
     assert result.returncode == 0, result.stderr
     assert f"tools/colab_rehearsal.py --source {root}" in calls(root) and "the simple one instead" in result.stdout
+    assert calls(root).count(calls(root)[-2]) == 1 and calls(root)[-2].endswith("--nbval-current-env notebooks/00_a.ipynb")
     failed = make_project(tmp_path / "failed", colab_setup="exit 1")
     result = run(failed)
     assert result.returncode == 1 and not any("colab_rehearsal" in line for line in calls(failed))
@@ -199,11 +205,12 @@ def test_full_run_executes_each_notebook_in_its_own_call(tmp_path: Path) -> None
     assert [line.split()[-1] for line in executes] == [
         "notebooks/00_a.ipynb",
         "notebooks/01_b.ipynb",
+        "notebooks/02_c.ipynb",
         "notebooks/07_horovod.ipynb",
         "notebooks/09_slow.ipynb",
     ]
     assert (
-        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/07_horovod.ipynb build/09_slow.ipynb")
+        log[-1].endswith("build/00_a.ipynb build/01_b.ipynb build/02_c.ipynb build/07_horovod.ipynb build/09_slow.ipynb")
         and "--to html" in log[-1]
     )
 
@@ -223,7 +230,7 @@ def test_stages_alone(tmp_path: Path) -> None:
     assert calls(root) == ["-m pytest tests -m not horovod_env --durations=10"]
     (root / "calls.log").unlink()
     assert run(root, "run_tests.sh", args=["rehearsals"]).returncode == 0
-    assert len(calls(root)) == 2 and all("--nbval-current-env notebooks/00_a.ipynb" in c for c in calls(root))
+    assert len(calls(root)) == 2 and all("--nbval-current-env notebooks/00_a.ipynb notebooks/02_c" in c for c in calls(root))
     (root / "calls.log").unlink()
     result = run(root, "run_tests.sh", args=["horovod"])
     assert result.returncode == 0, result.stderr

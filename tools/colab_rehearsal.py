@@ -18,8 +18,10 @@ set (built by tools/setup_colab_env.sh into the course cache: Python 3.13, Tenso
 3.13.2), of which each run takes a fresh copy. First a session in which TensorFlow was already imported runs
 notebook 00's setup cell: ``infra.colab.install`` must really replace TensorFlow 2.20 by 2.21 with
 pip (from the package index or pip's cache) and ask for the restart, naming what it replaced.
-Then, as after *Restart session*, notebooks 00 and 04 run in fresh kernels, and notebook 00 once
-more under the one-GPU rehearsal (a T4; the CPU wheel stands in for ``tensorflow[and-cuda]``).
+Then, as after *Restart session*, notebook 00 runs in a fresh kernel, and notebooks 00 and 04 as on
+Colab's GPU runtime: under the one-GPU rehearsal (a T4; the CPU wheel stands in for
+``tensorflow[and-cuda]``). ``make test`` runs these two in no other T4 rehearsal: their CPU
+branches run in its main stream.
 ``make test`` runs the faithful rehearsal when that environment can be built, else the simple one
 (tools/run_tests.sh).
 """
@@ -116,9 +118,9 @@ def faithful(base: Path, work: Path, content: Path, env: dict[str, str]) -> int:
     if f"tensorflow {before} → {after}" not in result["message"]:
         print("colab rehearsal (faithful): the restart message does not name the TensorFlow it replaced")
         return 1
-    code = run_nbval(python, list(FAITHFUL_NOTEBOOKS), content, env)  # after Runtime → Restart session
-    if code == 0:
-        code = run_nbval(python, [FAITHFUL_NOTEBOOKS[0]], content, {**env, "COURSE_REHEARSE_GPUS": ONE_GPU})
+    code = run_nbval(python, [FAITHFUL_NOTEBOOKS[0]], content, env)  # after Runtime → Restart session
+    if code == 0:  # on Colab's GPU runtime, the one a GPU course is run on: its T4 rehearsed
+        code = run_nbval(python, list(FAITHFUL_NOTEBOOKS), content, {**env, "COURSE_REHEARSE_GPUS": ONE_GPU})
     return code
 
 

@@ -41,20 +41,30 @@ mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 SECOND_NB_PATTERN='^notebooks/(09|12)_'  # in the second stream under `all`: no speed comparisons in them
 mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
-# The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed, after 09 in the second stream
-# (every other one's code is the English code, token for token: tests/test_i18n.py)
+# The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed. Their code is the English
+# code token for token (tests/test_i18n.py), so under `all` they take the English ones' place in the
+# main stream; the English 00 and 02 run in both GPU rehearsals (every other notebook's Chinese code
+# is covered by the identity check alone)
 mapfile -t ZH_NBS < <(ls notebooks/zh/{00,02}_*.ipynb 2>/dev/null || true)
-SECOND_NBS+=("${ZH_NBS[@]}")
-mapfile -t FIRST_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -vE "$SECOND_NB_PATTERN")   # the others
+mapfile -t FIRST_NBS < <(
+    for nb in "${MAIN_NBS[@]}"; do
+        [[ "$nb" =~ $SECOND_NB_PATTERN ]] && continue  # the second stream's
+        zh="notebooks/zh/${nb#notebooks/}"
+        if printf '%s\n' "${ZH_NBS[@]}" | grep -qxF "$zh"; then echo "$zh"; else echo "$nb"; fi
+    done
+)
 SETUP_LOG="$ROOT/.venv-horovod-setup.log"
 SLURM_LOG="$ROOT/.slurm-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
 # they have Colab's T4, and an odd number of GPUs (one per worker where there are enough); only
-# what the hardware must provide is substituted, and each notebook says so.
+# what the hardware must provide is substituted, and each notebook says so. Notebooks 00 and 04
+# have their T4 rehearsal in the faithful Colab rehearsal (Colab's package set and GPU runtime);
+# where that cannot run, here.
 ONE_GPU="1x15360@7.5:Tesla T4"
 THREE_GPUS="3x24576@8.6:RTX A5000"
-mapfile -t ONE_GPU_NBS < <(ls notebooks/{00,02,03,04,05,06,08,12}_*.ipynb 2>/dev/null)
+mapfile -t ONE_GPU_NBS < <(ls notebooks/{02,03,05,06,08,12}_*.ipynb 2>/dev/null)
+mapfile -t COLAB_T4_NBS < <(ls notebooks/{00,04}_*.ipynb 2>/dev/null)
 mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 
 # nbval stops each kernel with SIGKILL, so TensorFlow cannot remove its autograph files at exit
@@ -105,22 +115,33 @@ slot_times() { # the measured seconds of each notebook's core beside its lecture
 run_colab() { # run_colab RC: the Colab rehearsal after setup_colab_env.sh ended with RC
     # As on Colab: stand-in google.colab, /content-like working directory, the course cloned
     # from this tree (tools/colab_rehearsal.py). Faithful: Colab's Python 3.13 and package set,
-    # TensorFlow really replaced, notebooks 00 and 04; else notebooks 00 and 02 in this venv.
+    # TensorFlow really replaced, notebook 00, then 00 and 04 on its rehearsed T4; else notebooks 00
+    # and 02 in this venv, then 00 and 04 under the T4 rehearsal.
     if (($1 == 0)); then
         "$PY" tools/colab_rehearsal.py --source "${COURSE_SOURCE_TREE:-$ROOT}" --faithful "$(tail -n 1 "$COLAB_LOG")"
     elif (($1 == 3)); then
         echo "run_tests: the faithful Colab rehearsal cannot run here (reason above); the simple one instead"
-        "$PY" tools/colab_rehearsal.py --source "${COURSE_SOURCE_TREE:-$ROOT}"
+        local failed=0
+        "$PY" tools/colab_rehearsal.py --source "${COURSE_SOURCE_TREE:-$ROOT}" || failed=1
+        echo "run_tests: GPU rehearsal, $ONE_GPU, of what the faithful Colab rehearsal rehearses on its T4"
+        rehearse "$ONE_GPU" "${COLAB_T4_NBS[@]}" || failed=1
+        return "$failed"
     else
         exit "$1"
     fi
 }
+rehearse() { # rehearse SPEC NOTEBOOK...: the notebooks under the GPU rehearsal SPEC (none: nothing)
+    local spec=$1
+    shift
+    (($#)) || return 0
+    COURSE_REHEARSE_GPUS="$spec" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "$@"
+}
 run_rehearsals() { # both rehearsals, also when the first fails; fails if either did
     local failed=0
     echo "run_tests: GPU rehearsal, $ONE_GPU"
-    COURSE_REHEARSE_GPUS="$ONE_GPU" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${ONE_GPU_NBS[@]}" || failed=1
+    rehearse "$ONE_GPU" "${ONE_GPU_NBS[@]}" || failed=1
     echo "run_tests: GPU rehearsal, $THREE_GPUS"
-    COURSE_REHEARSE_GPUS="$THREE_GPUS" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "${THREE_GPU_NBS[@]}" || failed=1
+    rehearse "$THREE_GPUS" "${THREE_GPU_NBS[@]}" || failed=1
     return "$failed"
 }
 run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.sh ended with RC
@@ -152,7 +173,10 @@ case "$STAGE" in
         cat "$COLAB_LOG"
         run_colab "$rc"
         ;;
-    rehearsals) run_rehearsals ;;
+    rehearsals) # here also 00 and 04, whose T4 rehearsal is otherwise in the faithful Colab rehearsal
+        ONE_GPU_NBS=("${COLAB_T4_NBS[@]}" "${ONE_GPU_NBS[@]}")
+        run_rehearsals
+        ;;
     horovod) # one step after another (make test-horovod)
         if ((${#HVD_NBS[@]})); then
             bash tools/setup_horovod.sh || rc=$?
