@@ -9,13 +9,13 @@
 # step after the other, 17 min with the build in the background.
 #
 # The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 09 (~5 min
-# of fresh processes and deliberate waits) and 12 (no speed comparisons in either), the Chinese 00
-# and 02, the GPU rehearsals and the Colab rehearsal run as a second
-# stream beside them, in a copy of the working tree (its own build/, data/, images/ and
-# programs/; PYTHONPATH makes its notebooks and workers import the copy): one after the other
-# they would add ~30 min on 2 cores. Notebook 10 stays in
+# of fresh processes and deliberate waits) and 12 (no speed comparisons in either), the GPU
+# rehearsals and the Colab rehearsal run as a second stream beside them, in a copy of the working
+# tree (its own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and workers
+# import the copy): one after the other they would add ~30 min on 2 cores. Notebook 10 stays in
 # the main stream: it compares speed-ups over fast and slow links, which the unit tests' load
-# beside it upset (a fresh clone here failed that way).
+# beside it upset (a fresh clone here failed that way). The Chinese 00 and 02 run in the main
+# stream in the English ones' place (same code); the English ones in the GPU rehearsals.
 #
 # The background build is stopped if this script fails or is interrupted; its output is in
 # .venv-horovod-setup.log and is printed when it ends.
@@ -25,8 +25,8 @@
 #   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00 and 02, and the Colab
 #                                rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
-#   tools/run_tests.sh second     the second stream of `all`: notebooks 09 and 12, the Chinese 00
-#                                 and 02, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
+#   tools/run_tests.sh second     the second stream of `all`: the `beside` unit tests, notebooks 09
+#                                 and 12, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
 #                                 git checkout to clone)
 #   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
@@ -70,6 +70,7 @@ mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 # nbval stops each kernel with SIGKILL, so TensorFlow cannot remove its autograph files at exit
 # (and a killed worker its own): every temporary file of the run goes in one folder, removed at the end
 RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/course-test-run.XXXXXX")
+chmod 755 "$RUN_TMP"  # munged (notebook 11's Slurm) refuses a socket below a folder closed to others
 export TMPDIR="$RUN_TMP"
 build_pid=""
 second_pid=""
