@@ -456,7 +456,7 @@ class SlurmCluster:
     def _write_files(self) -> None:
         root = self._require_root()
         root.chmod(0o755)  # munged wants every folder on its socket's path searchable by all
-        for sub in ("munge", "state", "run", "log", *(f"spool/{n}" for n in self.nodes)):
+        for sub in ("munge", "state", "run", "log", "tmp", *(f"spool/{n}" for n in self.nodes)):
             (root / sub).mkdir(parents=True, exist_ok=True)
         secret = root / "secret"
         secret.mkdir(mode=0o700)  # munged refuses a key others could read
@@ -577,8 +577,10 @@ class SlurmCluster:
     def run(self, argv: Sequence[str], *, timeout: float = 120.0, env: Mapping[str, str] | None = None,
             cwd: str | os.PathLike[str] | None = None) -> ProcessResult:
         """Run a Slurm command (``srun``, ``sbatch``, ...) against this cluster, killed after
-        ``timeout`` seconds; ``env`` adds variables."""
-        return run_command(self.command(argv), env={**self.env, **(env or {})}, timeout=timeout, cwd=cwd)
+        ``timeout`` seconds; ``env`` adds variables. The jobs it submits inherit ``TMPDIR``: the
+        cluster's own, removed with it (a job killed on a dead node leaves TensorFlow's files)."""
+        tmp = {"TMPDIR": str(self._require_root() / "tmp")}
+        return run_command(self.command(argv), env={**tmp, **self.env, **(env or {})}, timeout=timeout, cwd=cwd)
 
     def logs(self) -> dict[str, str]:
         """Every log of the cluster: ``{"slurmctld": ..., "slurmd.node1": ..., "munged": ...}``

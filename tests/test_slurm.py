@@ -212,8 +212,10 @@ def test_srun_runs_on_both_nodes_and_nothing_is_left(network):
         lines = sorted(result.stdout.splitlines())
         assert lines == [f"{rank} node{1 + rank // 2} node[1-2] 2(x2)" for rank in range(4)], lines
         assert sorted(cluster.run(["srun", "-N", "2", "hostname"]).stdout.split()) == [cluster.hostname] * 2
+        tmp = cluster.run(["srun", "-N", "1", "python3", "-c", "import tempfile; print(tempfile.gettempdir())"])
+        assert tmp.stdout.strip() == str(root / "tmp"), tmp  # a job's temporary files: removed with the cluster
         sacct = cluster.run(["sacct", "-c", "-n", "-P", "-o", "jobid,state,nnodes"])
-        assert sacct.stdout.split() == ["1|COMPLETED|2", "2|COMPLETED|2", "3|COMPLETED|2"], sacct.stdout + sacct.stderr
+        assert sacct.stdout.split() == ["1|COMPLETED|2", "2|COMPLETED|2", "3|COMPLETED|2", "4|COMPLETED|1"], sacct.stdout + sacct.stderr
     assert not cluster.alive
     _assert_nothing_left(root)
     assert leftovers(owner=os.getpid()) == [] and netns.leftovers(owner=os.getpid()) == []
