@@ -18,7 +18,10 @@ per CPU-second of this process and its worker processes):
   CSV pipeline     ``make_dataset`` on the CSVs: parse (numpy_function), shuffle, batch,
                    render (batch renderer), the whole million rows once
   write_shards     the one-time conversion to TFRecord shards, parse in worker processes
-  shard pipeline   ``make_dataset`` on the shards: no Python parsing, render only
+  shard pipeline   ``make_dataset`` on the shards: no Python parsing, render only; then its
+                   parts apart: its reading stages alone (read, shuffle, batch,
+                   ``parse_example``) and the renderer in two threads at once (as the
+                   pipeline's parallel map runs it), and what each costs per drawing
 
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
 batch, per core >= 0.8x the renderer's render-only rate) as met or not, and an **estimate**
@@ -77,6 +80,39 @@ def timed(fn: Callable[[], int]) -> tuple[float, float]:
     w0, c0 = time.perf_counter(), cpu_seconds()
     n = fn()
     return n / (time.perf_counter() - w0), n / (cpu_seconds() - c0)
+
+
+def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[str, float, float]]:
+    """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s read,
+    shuffle, batch and ``parse_example``, no drawing) over every row, and the renderer in two
+    threads at once, as the pipeline's parallel map runs it (the threads share Python's lock)."""
+    import threading
+
+    import tensorflow as tf
+
+    from quickdraw.pipeline import _parse_records
+
+    def reading() -> int:
+        files = sorted(str(f) for f in shards.glob("*.tfrecord"))
+        ds = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=42)
+        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=4).shuffle(4096, seed=42).batch(bs)
+        return sum(int(b[1].shape[0]) for b in ds.map(_parse_records))
+
+    def draw(part: list) -> None:
+        for i in range(0, len(part), bs):
+            chunk = part[i : i + bs]
+            render_points_batch([p for p, _ in chunk], [e for _, e in chunk], size, encoding="order")
+
+    def two_threads() -> int:
+        threads = [threading.Thread(target=draw, args=(parsed[k::2],)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return len(parsed)
+
+    return [("  its reading alone: read + shuffle + batch + parse_example", *timed(reading)),
+            ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   workers=None)[0]["counts"].values()))  # fmt: skip
         results.append((f"write_shards (one-time, {cores} worker processes)", *rate))
         results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))
+        parts = shard_parts(shards, parsed, size, bs)
     finally:
         shutil.rmtree(shards, ignore_errors=True)
 
@@ -212,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
     ref, render = results[0][2], results[1][2]
     csv_rate, shard_rate = results[-3][2], results[-1][2]
+    for name, wall, per_core in parts:
+        print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
+    us = [1e6 / render, 1e6 / parts[1][2], 1e6 / parts[0][2], 1e6 / shard_rate]
+    print(f"\nCPU per drawing: render alone {us[0]:.1f} us, in 2 threads {us[1]:.1f} us; reading stages {us[2]:.1f} us; "
+          f"shard pipeline {us[3]:.1f} us, of which {us[3] - us[1] - us[2]:.1f} us neither (hand-overs, float images)")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
           "shuffling and batching)")  # fmt: skip

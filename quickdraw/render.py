@@ -33,8 +33,8 @@ Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kern
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import accumulate
 
@@ -151,7 +151,9 @@ def render_points(
     if len(points) == 0:
         return np.zeros((size, size, nch), np.uint8)
     plan = _plan(size, layout, line_width, supersample, antialias)
-    return _render_one(points, [0, *ends], size, plan, encoding, nch).copy()
+    out = np.empty((size, size, nch), np.uint8)
+    _render_one(points, [0, *ends], size, plan, encoding, nch, out)
+    return out
 
 
 def render_packed(data: bytes, size: int = 64, **kwargs: object) -> np.ndarray:
@@ -271,15 +273,21 @@ def _render_flat(
     for i in np.flatnonzero(~fits & (lengths > 0)).tolist():  # a canvas each, lines clipped at its edges
         a, b = draw_off[i], draw_off[i + 1]
         ends = stroke_off[(stroke_off >= a) & (stroke_off <= b)] - a
-        out[i] = _render_one(points[a:b], ends, size, plan, encoding, nch)
+        _render_one(points[a:b], ends, size, plan, encoding, nch, out[i])
     return out
 
 
 def _render_one(
-    points: np.ndarray, stroke_off: np.ndarray, size: int, plan: tuple, encoding: str, nch: int
-) -> np.ndarray:
-    """One drawing on a canvas of its own (``stroke_off``: 0, then the stroke ends). The
-    same drawing as :func:`_draw_tiles`, with less bookkeeping (a view into a buffer)."""
+    points: np.ndarray,
+    stroke_off: np.ndarray,
+    size: int,
+    plan: tuple,
+    encoding: str,
+    nch: int,
+    dst: np.ndarray,
+) -> None:
+    """One drawing on a canvas of its own (``stroke_off``: 0, then the stroke ends), into
+    ``dst`` ``(size, size, nch)``. The same drawing as :func:`_draw_tiles`, with less bookkeeping."""
     ss, width, scale, offset, centre = plan
     m = scale * _ONE
     xy = np.ascontiguousarray(points[:, :2], dtype=np.float32)
@@ -298,13 +306,13 @@ def _render_one(
     times = points[:, 2] if points.shape[1] > 2 else None
     ids = np.arange(ns)
     starts = np.asarray(bounds[:-1], np.int64)
-    buf = _buffers((size * ss, size * ss), nch, (size, size))
-    img = _planes(pts, ids, starts, np.zeros(ns, np.int64), times, ids, np.asarray(bounds), encoding, buf)
-    for kernel in _kernels(width):
-        img = cv2.dilate(img, kernel, dst=buf.spare if img is not buf.spare else buf.merged)
-    if ss > 1:
-        img = cv2.resize(img, (size, size), dst=buf.small, interpolation=cv2.INTER_AREA)
-    return img.reshape(size, size, nch)
+    with _borrowed((size * ss, size * ss), nch, (size, size)) as buf:
+        img = _planes(pts, ids, starts, np.zeros(ns, np.int64), times, ids, np.asarray(bounds), encoding, buf)
+        for kernel in _kernels(width):
+            img = cv2.dilate(img, kernel, dst=buf.spare if img is not buf.spare else buf.merged)
+        if ss > 1:
+            img = cv2.resize(img, (size, size), dst=buf.small, interpolation=cv2.INTER_AREA)
+        dst[...] = img.reshape(size, size, nch)  # copied before the canvas goes back to the pool
 
 
 def _draw_tiles(
@@ -348,18 +356,20 @@ def _draw_tiles(
     pts = [
         qs[a:b] if b - a > 1 else qs[[a, a]] for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     ]  # dot: 0-length line
-    buf = _buffers((rows * pitch, cols * pitch), nch, (rows * (size + gutter), cols * (size + gutter)))
-    img = _planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf)
-    for kernel in _kernels(width):
-        dst = buf.spare if img is not buf.spare else buf.merged
-        img = cv2.dilate(img, kernel, dst=dst)
-    if ss > 1:
-        img = cv2.resize(img, buf.small_shape[::-1], dst=buf.small, interpolation=cv2.INTER_AREA)
-    tiles = img.reshape(rows, size + gutter, cols, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
-    if k == rows * cols and sel[-1] - sel[0] == k - 1:  # one copy, straight into the output
-        out[sel[0] : sel[-1] + 1].reshape(rows, cols, size, size, nch)[...] = tiles
-    else:
-        out[sel] = tiles.reshape(rows * cols, size, size, nch)[:k]
+    with _borrowed(
+        (rows * pitch, cols * pitch), nch, (rows * (size + gutter), cols * (size + gutter))
+    ) as buf:
+        img = _planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf)
+        for kernel in _kernels(width):
+            dst = buf.spare if img is not buf.spare else buf.merged
+            img = cv2.dilate(img, kernel, dst=dst)
+        if ss > 1:
+            img = cv2.resize(img, buf.small_shape[::-1], dst=buf.small, interpolation=cv2.INTER_AREA)
+        tiles = img.reshape(rows, size + gutter, cols, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
+        if k == rows * cols and sel[-1] - sel[0] == k - 1:  # one copy, straight into the output
+            out[sel[0] : sel[-1] + 1].reshape(rows, cols, size, size, nch)[...] = tiles
+        else:
+            out[sel] = tiles.reshape(rows * cols, size, size, nch)[:k]
 
 
 def _planes(
@@ -410,17 +420,33 @@ class _Buffers:
         return p
 
 
-_local = threading.local()  # tf.data renders batches in several threads at once
+# Canvases not in use, per shape: a pool, not thread-local storage. tf.data renders batches
+# in several threads at once, and each call of a tf.numpy_function gets a new Python thread
+# state (py_func.cc: PyGILState_Ensure ... PyGILState_Release), so a threading.local() is
+# empty at every call and its canvases were allocated anew for every batch.
+_FREE: dict[tuple, list[_Buffers]] = {}
+_POOL_SHAPES, _POOL_PER_SHAPE = 8, 8
 
 
-def _buffers(shape: tuple[int, int], nch: int, small_shape: tuple[int, int]) -> _Buffers:
-    cache = _local.__dict__.setdefault("buffers", {})
-    key = (shape, nch)
-    if key not in cache:
-        if len(cache) > 8:
-            cache.clear()
-        cache[key] = _Buffers(shape, nch, small_shape)
-    return cache[key]
+@contextmanager
+def _borrowed(shape: tuple[int, int], nch: int, small_shape: tuple[int, int]) -> Iterator[_Buffers]:
+    """A canvas set of this shape for the ``with`` block, taken from and given back to the pool
+    (``list.pop``/``append`` are atomic, so threads never share one)."""
+    key = (shape, nch, small_shape)
+    free = _FREE.get(key)
+    if free is None:
+        if len(_FREE) >= _POOL_SHAPES:
+            _FREE.clear()
+        free = _FREE.setdefault(key, [])
+    try:
+        buf = free.pop()
+    except IndexError:
+        buf = _Buffers(shape, nch, small_shape)
+    try:
+        yield buf
+    finally:
+        if len(free) < _POOL_PER_SHAPE:
+            free.append(buf)
 
 
 def _plain_plane(pts: list[np.ndarray], plane: np.ndarray) -> np.ndarray:

@@ -394,3 +394,61 @@ def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
     assert 2.9 < sizes[-1] / sizes[0] < 3.1
     with pytest.raises(ValueError, match="cannot give"):
         class_sizes(5, 28)
+
+
+def test_unit_float_is_tensorflows_cast_and_scale_bit_for_bit() -> None:
+    """The pipeline turns uint8 images into [0, 1] in NumPy: every one of the 256 values is
+    the float32 that tf.cast(x, tf.float32) * (1.0 / 255.0) gives, and the array is 64-byte
+    aligned (TensorFlow copies a misaligned buffer, takes an aligned one over)."""
+    import tensorflow as tf
+
+    from quickdraw.pipeline import _unit_float
+
+    x = np.arange(256, dtype=np.uint8).reshape(4, 8, 8, 1)
+    got = _unit_float(x)
+    want = (tf.cast(x, tf.float32) * (1.0 / 255.0)).numpy()
+    assert got.dtype == np.float32 and got.shape == x.shape and got.ctypes.data % 64 == 0
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(got, x.astype(np.float64) / 255.0)  # the control: float64 rounds otherwise
+
+
+@pytestmark_tf
+def test_shard_pipeline_is_the_plain_pipeline_bit_for_bit(builtin: Path, tmp_path) -> None:
+    """make_dataset on shards, with its savings (one reading thread, records parsed in the
+    drawing call, float images made in NumPy, pooled canvases, one OpenCV thread), yields bit
+    for bit the batches of the plain pipeline it replaced (issue 33): parallel deterministic
+    interleave, shuffle, batch, parse_example, render, tf.cast * 1/255 - same drawings, same
+    order, same pixels, same labels."""
+    import tensorflow as tf
+
+    from quickdraw.pipeline import make_dataset
+    from quickdraw.render import render_packed_batch
+    from quickdraw.shards import write_shards
+
+    write_shards(builtin, tmp_path / "s", num_shards=3, progress=False)
+    files = sorted(str(f) for f in (tmp_path / "s").glob("train-*.tfrecord"))
+    spec = {"drawing": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64),
+            "key_id": tf.io.FixedLenFeature([], tf.int64)}  # fmt: skip
+
+    def images(d: tf.Tensor) -> tf.Tensor:
+        img = tf.numpy_function(lambda b: render_packed_batch(list(b), 32, encoding="rgb"), [d], tf.uint8)
+        return tf.cast(img, tf.float32) * (1.0 / 255.0)
+
+    plain = (
+        tf.data.Dataset.from_tensor_slices(files)
+        .shuffle(len(files), seed=7)
+        .interleave(tf.data.TFRecordDataset, cycle_length=3, num_parallel_calls=3, deterministic=True)
+        .shuffle(4096, seed=7)
+        .batch(50)
+        .map(lambda x: tf.io.parse_example(x, spec))
+        .map(lambda e: (images(e["drawing"]), tf.cast(e["label"], tf.int32), e["key_id"]))
+    )
+    ds = make_dataset(tmp_path / "s", split="train", batch_size=50, image_size=32, encoding="rgb", seed=7,
+                      with_key_id=True)  # fmt: skip
+    got, want = _collect(ds), _collect(plain)
+    assert len(got[0]) == len(want[0]) > 10
+    for a, b in zip(got, want, strict=True):
+        assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    other = _collect(make_dataset(tmp_path / "s", split="train", batch_size=50, image_size=32, encoding="rgb",
+                                  seed=8, with_key_id=True))  # fmt: skip
+    assert not np.array_equal(other[2][0], want[2][0])  # the control: another seed, another order

@@ -142,3 +142,31 @@ def test_without_gutters_tiles_would_share_ink(monkeypatch) -> None:
     assert np.array_equal(render_batch(drawings, 64, layout="kaggle"), separate)
     monkeypatch.setattr(module, "_gutter", lambda width, ss: 0)
     assert not np.array_equal(render_batch(drawings, 64, layout="kaggle"), separate)
+
+
+def test_threads_share_the_canvas_pool_safely() -> None:
+    """Batches drawn in 4 threads at once (as tf.data's parallel map draws them) are the
+    images drawn one after another: each call borrows its own canvas from the pool. The pool
+    keeps its canvases between calls from new threads (a thread-local cache did not: every
+    tf.numpy_function call runs in a fresh Python thread state)."""
+    import threading
+    r = importlib.import_module("quickdraw.render")  # the package exports a function of this name
+
+    drawings = [*DRAWINGS, *RAW] * 20
+    want = render_batch(drawings, 64, encoding="rgb")
+    got: list[np.ndarray | None] = [None] * 8
+
+    def draw(i: int) -> None:
+        got[i] = render_batch(drawings, 64, encoding="rgb")
+
+    threads = [threading.Thread(target=draw, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(np.array_equal(g, want) for g in got)
+    pooled = {id(b) for free in r._FREE.values() for b in free}
+    later = threading.Thread(target=lambda: render_batch(drawings, 64, encoding="rgb"))
+    later.start()
+    later.join()
+    assert pooled and {id(b) for free in r._FREE.values() for b in free} == pooled  # reused, none new
