@@ -60,10 +60,12 @@ COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # they have Colab's T4, and an odd number of GPUs (one per worker where there are enough); only
 # what the hardware must provide is substituted, and each notebook says so. Notebooks 00 and 04
 # have their T4 rehearsal in the faithful Colab rehearsal (Colab's package set and GPU runtime);
-# where that cannot run, here.
+# where that cannot run, here. Notebook 06 has no GPU branch of its own: its setup, its
+# MirroredStrategy on logical GPUs and its workers sharing the GPU (infra.devices.configure_worker)
+# are those of notebook 05, rehearsed here.
 ONE_GPU="1x15360@7.5:Tesla T4"
 THREE_GPUS="3x24576@8.6:RTX A5000"
-mapfile -t ONE_GPU_NBS < <(ls notebooks/{02,03,05,06,08,12}_*.ipynb 2>/dev/null)
+mapfile -t ONE_GPU_NBS < <(ls notebooks/{02,03,05,08,12}_*.ipynb 2>/dev/null)
 mapfile -t COLAB_T4_NBS < <(ls notebooks/{00,04}_*.ipynb 2>/dev/null)
 mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 
