@@ -18,7 +18,7 @@ So a call made in the wrong order fails here as it fails on a GPU. The patch is 
 every Python process: by :func:`activate` (``utils.setup``) and, for child processes, by the
 ``sitecustomize`` in ``rehearsal_site/`` that :func:`child_pythonpath` puts on
 ``PYTHONPATH``. It patches TensorFlow 2.21's eager ``Context`` (``context.py``). Used by
-``make test`` (the rehearsals of notebooks 00–06 and 08) and ``make gpu-check``'s own tests.
+``make test`` (the rehearsals of notebooks 00, 02–05, 08 and 12) and ``make gpu-check``'s own tests.
 """
 
 from __future__ import annotations
