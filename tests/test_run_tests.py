@@ -8,6 +8,7 @@ and a fake ``setup_horovod.sh``, so these tests take seconds and build nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -155,9 +156,20 @@ def test_failed_build_fails_the_run(tmp_path: Path) -> None:
     assert not any(line.endswith("-m horovod_env") for line in calls(root))  # notebook 07 not tried
 
 
-@pytest.mark.parametrize("how", ["failure", "interrupt"])
+@pytest.mark.parametrize("how", ["failure", "interrupt", "interrupt-before-setsid"])
 def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
+    """... and the second stream with it: also when Ctrl-C comes before the second stream's
+    child has made its own process group (a loaded machine once hung `make test`'s clean-up so:
+    the group did not exist yet, the stream ran on); here a setsid that waits 3 s stands in."""
     slow_build = "sleep 120 & wait"
+    env = {**os.environ}
+    if how == "interrupt-before-setsid":
+        slow_setsid = tmp_path / "bin" / "setsid"
+        slow_setsid.parent.mkdir()
+        real = shutil.which("setsid")
+        slow_setsid.write_text(f'#!/bin/bash\ncase "$*" in *second*) sleep 3;; esac\nexec {real} "$@"\n')
+        slow_setsid.chmod(0o755)
+        env["PATH"] = f"{slow_setsid.parent}:{env['PATH']}"
     if how == "failure":
         root = make_project(tmp_path, python_rc=1, python_sleep=1, setup=slow_build, after_build=True)
         result = run(root)
@@ -170,7 +182,7 @@ def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PY": str(root / "python")},
+            env={**env, "PY": str(root / "python")},
             start_new_session=True,
         )
         deadline = time.monotonic() + 20

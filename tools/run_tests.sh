@@ -82,7 +82,13 @@ stop_build() {
     for pid in "$build_pid" "$second_pid"; do
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
             echo "run_tests: stopping a background build" >&2
-            kill -TERM -- "-$pid" 2>/dev/null || true
+            # its group: once the child has run setsid (a Ctrl-C right after the start can come
+            # before that, and the group does not exist yet: then wait a moment and try again)
+            local tries=0
+            until kill -TERM -- "-$pid" 2>/dev/null || ! kill -0 "$pid" 2>/dev/null || ((++tries > 100)); do
+                sleep 0.05
+            done
+            ((tries <= 100)) || kill -TERM "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
         fi
     done
