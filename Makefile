@@ -22,7 +22,7 @@ lab: venv
 		$(if $(filter zh,$(COURSE_LANG)),--LabApp.default_url=/lab/tree/zh)
 
 # Unit tests, then the notebooks, while the Horovod environment builds in the background, then notebook 07 in it;
-# beside them, in a copy of the tree, notebook 09, the GPU rehearsals and the Colab rehearsal.
+# beside them, in a copy of the tree, notebooks 08, 09 and 12, the GPU rehearsals and the Colab rehearsal.
 # The parts alone: test-unit, test-notebooks, test-rehearsals, test-horovod.
 test: venv
 	@bash tools/run_tests.sh all

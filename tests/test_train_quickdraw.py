@@ -126,6 +126,7 @@ def test_submission_is_checked_against_the_test_file_itself(tiny_data: Path, tmp
     assert train_quickdraw.predict_submission(args, model, labels, "order")["rows"] == good.count("\n") - 1
 
 
+@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_numpy_bitmaps(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
@@ -200,6 +201,7 @@ def test_two_workers_rehearse_the_real_data_path(kaggle_scale_data: Path, tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.parametrize(
     ("extra", "dtype"),
     [(["--mixed-precision", "bfloat16", "--xla"], "bfloat16"),
@@ -222,6 +224,7 @@ def test_mixed_precision_xla_resnet_and_rgb(tiny_data: Path, tmp_path: Path, ext
         assert model.input_shape[-1] == 3  # the 3-channel stroke encoding (order, time, ...)
 
 
+@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_resnet50_backbone_learns_a_batch() -> None:
     """--model resnet50 (random initialisation): keras.applications' ResNet-50 with a logits

@@ -39,7 +39,8 @@ export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
-SECOND_NB_PATTERN='^notebooks/(09|12)_'  # in the second stream under `all`: no speed comparisons in them
+# in the second stream under `all` (the two streams take about as long: see the README's times)
+SECOND_NB_PATTERN='^notebooks/(08|09|12)_'
 mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
 # The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed. Their code is the English
 # code token for token (tests/test_i18n.py), so under `all` they take the English ones' place in the
@@ -192,7 +193,7 @@ case "$STAGE" in
             run_horovod "$rc"
         fi
         ;;
-    second) # notebook 09, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
+    second) # notebooks 08, 09 and 12, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
         # every part runs even when one before it failed, so that one run reports them all
         rc=0 failed=0
         bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
@@ -218,7 +219,7 @@ case "$STAGE" in
             setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
             build_pid=$!
         fi
-        echo "run_tests: notebook 09, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
+        echo "run_tests: notebooks 08, 09, 12, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
         rm -rf "$REPORTS"
         # setsid: its own process group, so that stop_build stops the whole stream
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
@@ -247,7 +248,7 @@ case "$STAGE" in
             cat "$SETUP_LOG"
             run_horovod "$rc"
         fi
-        echo "run_tests: waiting for the second stream (notebook 09, GPU and Colab rehearsals)"
+        echo "run_tests: waiting for the second stream (notebooks 08, 09, 12, GPU and Colab rehearsals)"
         second_rc=0
         wait "$second_pid" || second_rc=$?
         second_pid=""
