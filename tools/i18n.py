@@ -80,21 +80,24 @@ def _blank_magics(code: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n"))
 
 
-def comment_tokens(code: str, where: str = "cell") -> list[tokenize.TokenInfo]:
-    """The COMMENT tokens of a code cell's source (magics blanked); raises naming ``where``."""
+def _tokens(code: str, where: str) -> list[tokenize.TokenInfo]:
+    """The Python tokens of a code cell's source (magics blanked); raises naming ``where``."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(_blank_magics(code)).readline))
+        return list(tokenize.generate_tokens(io.StringIO(_blank_magics(code)).readline))
     except (tokenize.TokenError, SyntaxError) as error:
         raise ValueError(f"{where}: cannot tokenize the code cell ({error})") from error
-    return [t for t in tokens if t.type == tokenize.COMMENT]
 
 
-def code_signature(code: str) -> tuple[list[tuple[int, str]], list[str]]:
+def comment_tokens(code: str, where: str = "cell") -> list[tokenize.TokenInfo]:
+    """The COMMENT tokens of a code cell's source (magics blanked)."""
+    return [t for t in _tokens(code, where) if t.type == tokenize.COMMENT]
+
+
+def code_signature(code: str, where: str = "cell") -> tuple[list[tuple[int, str]], list[str]]:
     """What must not change between the English and the Chinese cell: the tokens without the
     comments, and the magic and shell lines (which are not Python)."""
-    tokens = tokenize.generate_tokens(io.StringIO(_blank_magics(code)).readline)
     magics = [line for line in code.split("\n") if line.lstrip().startswith(("%", "!"))]
-    return [(t.type, t.string) for t in tokens if t.type != tokenize.COMMENT], magics
+    return [(t.type, t.string) for t in _tokens(code, where) if t.type != tokenize.COMMENT], magics
 
 
 def comment_text(token: tokenize.TokenInfo) -> str | None:
