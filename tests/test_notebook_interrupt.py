@@ -96,6 +96,11 @@ def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
         _, alive = psutil.wait_procs(workers, timeout=10)
         assert alive == [], f"still running after the interrupt: {alive}"
         result = run(client, final_check)
+        if result["status"] == "aborted":
+            # ipykernel aborts the requests that reach it before it has finished with the
+            # interrupted cell's error (kernelbase._abort_queues): what the user sees as a cell
+            # that did not run; they run it again, and so does the test (once)
+            result = run(client, final_check)
         assert result["status"] == "ok", f"{result.get('ename')}: {result.get('evalue')}"
     finally:
         manager.shutdown_kernel(now=True)
