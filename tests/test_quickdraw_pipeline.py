@@ -360,12 +360,15 @@ def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, t
 @pytestmark_tf
 def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     """Each shard holds each class's share to within one drawing (read back from the files),
-    also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones, and
-    a non-writer waits for them (and gives up after its timeout)."""
+    also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones or
+    ones of an older format (which make_dataset refuses), and a non-writer waits for them
+    (and gives up after its timeout)."""
+    import json
+
     import tensorflow as tf
 
     from quickdraw.kaggle_scale import write_kaggle_scale
-    from quickdraw.shards import ensure_shards
+    from quickdraw.shards import _example, ensure_shards
 
     src = write_kaggle_scale(tmp_path / "src", 1000, classes=["circle", "square", "star"], pool=20)
     manifest, written = ensure_shards(src, tmp_path / "s", num_shards=4, progress=False)
@@ -387,6 +390,24 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     assert ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, write=False)[0] == changed
     with pytest.raises(TimeoutError):
         ensure_shards(src, tmp_path / "s", num_shards=3, write=False, wait_seconds=0.2)
+    # shards of format 1 (one drawing per record, before the blocks): refused by make_dataset
+    # with the way out, written again by ensure_shards (their manifest has no format)
+    for name in changed["files"]["train"] + changed["files"]["val"]:
+        f = tmp_path / "s" / name
+        blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(f))]
+        with tf.io.TFRecordWriter(str(f)) as w:
+            for b in blocks:
+                for d, y, k in zip(b["drawings"].bytes_list.value, b["labels"].int64_list.value,
+                                   b["key_ids"].int64_list.value, strict=True):  # fmt: skip
+                    w.write(_example(d, y, k))
+    old = {k: v for k, v in changed.items() if k not in ("format", "block_size")}
+    (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="one drawing per record.*ensure_shards"):
+        make_dataset(tmp_path / "s", split="train")
+    again, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
+    assert written and again == changed
+    (tmp_path / "s" / "manifest.json").unlink()  # without it, the drawings are counted in the blocks
+    assert count_examples(tmp_path / "s", split="train", val_fraction=0.2) == changed["counts"]["train"]
 
 
 def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
@@ -430,7 +451,8 @@ def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path)
     (image, label, key_id) of the source's split drawn one drawing at a time (each drawing
     once, the same pixels), in batches of exactly batch_size although blocks of 7 do not
     divide it (the last batch the rest, or dropped); another seed reorders the same
-    multiset, other drawings (the validation split) give another (the controls); uint8
+    multiset (its first batch differs), other drawings (the validation split) give another
+    (the controls); uint8
     images are the float32 ones unscaled."""
     import tensorflow as tf
 
@@ -446,16 +468,16 @@ def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path)
     n = len(rows)
     write_shards(builtin, tmp_path / "s", num_shards=3, progress=False, block_size=7)
     args = dict(batch_size=50, image_size=32, encoding="rgb", with_key_id=True)
-    got = [_collect(make_dataset(tmp_path / "s", split="train", seed=seed, **args)) for seed in (7, 8)]
-    for batches in got:
-        assert _examples(batches) == want
-        assert [len(y) for y in batches[1]] == [50] * (n // 50) + [n % 50] and n % 50  # the last: the rest
-    assert not np.array_equal(got[0][2][0], got[1][2][0])  # the control: another seed, another order
-    dropped = make_dataset(tmp_path / "s", split="train", drop_remainder=True, **args)
-    assert dropped.element_spec[0].shape[0] == 50
-    assert [int(b[1].shape[0]) for b in dropped] == [50] * (n // 50)
+    got = _collect(make_dataset(tmp_path / "s", split="train", seed=7, **args))
+    assert _examples(got) == want
+    assert [len(y) for y in got[1]] == [50] * (n // 50) + [n % 50] and n % 50  # the last: the rest
+    reordered = next(iter(make_dataset(tmp_path / "s", split="train", seed=8, **args)))
+    assert not np.array_equal(reordered[2].numpy(), got[2][0])  # the control: another seed, another order
     val = _collect(make_dataset(tmp_path / "s", split="val", **args))
     assert _examples(val) and not _examples(val) & want  # the control: other drawings, another multiset
+    dropped = make_dataset(tmp_path / "s", split="val", drop_remainder=True, **args)
+    assert dropped.element_spec[0].shape[0] == 50 and len(val[1][-1]) < 50
+    assert [int(b[1].shape[0]) for b in dropped] == [50] * (sum(map(len, val[1])) // 50)
     # image_dtype="uint8" (what scripts/train_quickdraw.py reads): the same batches, pixels 0-255,
     # which tf.cast * (1/255) turns bit for bit into the float32 images
     xu, yu, ku = _collect(make_dataset(tmp_path / "s", split="val", image_dtype="uint8", **args))
@@ -465,34 +487,3 @@ def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path)
     assert all(np.array_equal(a, b) for a, b in zip(val[1] + val[2], yu + ku, strict=True))
     with pytest.raises(ValueError, match="image_dtype"):
         make_dataset(tmp_path / "s", image_dtype="float16")
-
-
-@pytestmark_tf
-def test_shards_of_the_old_format_are_refused_and_rewritten(builtin: Path, tmp_path) -> None:
-    """Shards of one drawing per record (format 1, before the blocks): make_dataset refuses
-    them with the way out, ensure_shards writes them again (their manifest has no format)."""
-    import json
-
-    import tensorflow as tf
-
-    from quickdraw.shards import _example, ensure_shards
-
-    manifest, _ = ensure_shards(builtin, tmp_path / "s", num_shards=2, progress=False)
-    for split in ("train", "val"):  # rewrite as format 1, as the course wrote them before
-        for name in manifest["files"][split]:
-            f = tmp_path / "s" / name
-            blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(f))]
-            with tf.io.TFRecordWriter(str(f)) as w:
-                for b in blocks:
-                    for d, y, k in zip(b["drawings"].bytes_list.value, b["labels"].int64_list.value,
-                                       b["key_ids"].int64_list.value, strict=True):  # fmt: skip
-                        w.write(_example(d, y, k))
-    old = {k: v for k, v in manifest.items() if k not in ("format", "block_size")}
-    (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
-    with pytest.raises(ValueError, match="one drawing per record.*ensure_shards"):
-        make_dataset(tmp_path / "s", split="train")
-    again, written = ensure_shards(builtin, tmp_path / "s", num_shards=2, progress=False)
-    assert written and again == manifest
-    assert sum(len(b[1]) for b in make_dataset(tmp_path / "s", split="val", image_size=16)) == manifest["counts"]["val"]
-    (tmp_path / "s" / "manifest.json").unlink()  # without it, counted from the blocks themselves
-    assert count_examples(tmp_path / "s", split="train") == manifest["counts"]["train"]
