@@ -16,11 +16,15 @@ per CPU-second of this process and its worker processes):
                    parallel calls: threads share Python's lock) against a parser made of
                    TensorFlow string ops (no lock, but no row-level error reports)
   CSV pipeline     ``make_dataset`` on the CSVs: parse (numpy_function), shuffle, batch,
-                   render (batch renderer), the whole million rows once
+                   render (batch renderer), the whole million rows once; uint8 images, as
+                   ``scripts/train_quickdraw.py`` reads them (it scales them in its step)
   write_shards     the one-time conversion to TFRecord shards, parse in worker processes
-  shard pipeline   ``make_dataset`` on the shards: no Python parsing, render only; then its
-                   parts apart: its reading stages alone (read, shuffle, batch,
-                   ``parse_example``) and the renderer in two threads at once (as the
+  shard pipeline   ``make_dataset`` on the shards (blocks of ``--block-size`` drawings per
+                   record, uint8 images as above): no Python parsing, render only; the same
+                   with float32 images in [0, 1] (``make_dataset``'s default); then its
+                   parts apart: its reading
+                   stages alone (``make_dataset``'s own read, shuffle, batch, ``parse_example``
+                   and rebatch, not rendered) and the renderer in two threads at once (as the
                    pipeline's parallel map runs it), and what each costs per drawing
 
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
@@ -34,6 +38,7 @@ reach a fraction of the peak, so these are upper bounds on the cores needed.
 
     python benchmarks/bench_pipeline_1m.py                 # 1,000,000 rows
     python benchmarks/bench_pipeline_1m.py --rows 200000   # quicker
+    python benchmarks/bench_pipeline_1m.py --block-size 16 # shards of another block size
 """
 
 from __future__ import annotations
@@ -54,12 +59,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import quickdraw as qd
 from quickdraw.kaggle_scale import write_kaggle_scale
 from quickdraw.render import reference_kernel_render, render_points_batch
+from quickdraw.shards import BLOCK_SIZE
 from utils.config import DATA_DIR
 
 MOBILENET_224_MULT_ADDS = 569e6  # Howard et al. 2017 (arXiv:1704.04861), 1.0 MobileNet-224
 TRAIN_FORWARD_RATIO = 3  # a training step: forward + backward (about twice the forward)
 T4_PEAK_FLOPS = {"float32": 8.1e12, "mixed float16": 65e12}  # NVIDIA T4 specification
 GOAL = 0.8  # issue 33: shard pipeline per core >= 0.8x the renderer's render-only rate
+SHUFFLE = 4096  # the pipelines' shuffle buffer (make_dataset's default), in drawings
 
 
 def gpu_feed_estimate(per_core: float, image_size: int) -> list[tuple[str, float, float]]:
@@ -83,20 +90,22 @@ def timed(fn: Callable[[], int]) -> tuple[float, float]:
 
 
 def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[str, float, float]]:
-    """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s read,
-    shuffle, batch and ``parse_example``, no drawing) over every row, and the renderer in two
-    threads at once, as the pipeline's parallel map runs it (the threads share Python's lock)."""
+    """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s own
+    read, shuffle, batch, ``parse_example`` and rebatch: :func:`quickdraw.pipeline._batches`,
+    with the settings of the pipeline measured, nothing drawn) over every row, and the
+    renderer in two threads at once, as the pipeline's parallel map runs it (the threads
+    share Python's lock)."""
     import threading
 
-    import tensorflow as tf
-
-    from quickdraw.pipeline import _parse_records
+    from quickdraw.pipeline import _batches, _Reading, _resolve
 
     def reading() -> int:
-        files = sorted(str(f) for f in shards.glob("*.tfrecord"))
-        ds = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=42)
-        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=4).shuffle(4096, seed=42).batch(bs)
-        return sum(int(b[1].shape[0]) for b in ds.map(_parse_records))
+        kind, files, _ = _resolve(shards, None)
+        how = _Reading(source=shards, labels=None, fmt=None, split="all", shuffle=True, seed=42, val_fraction=0.1,
+                       split_seed=0, limit_per_class=None, recognized_only=False, strict=False, report=None,
+                       cycle_length=None, pipelines=(1, 0))  # fmt: skip
+        ds, _ = _batches(kind, files, how, bs, SHUFFLE, repeat=False, drop_remainder=False)
+        return sum(int(b[1].shape[0]) for b in ds)
 
     def draw(part: list) -> None:
         for i in range(0, len(part), bs):
@@ -111,7 +120,7 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
             t.join()
         return len(parsed)
 
-    return [("  its reading alone: read + shuffle + batch + parse_example", *timed(reading)),
+    return [("  its reading alone: read + shuffle + batch + parse + rebatch", *timed(reading)),
             ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
 
 
@@ -122,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--parse-rows", type=int, default=100_000, help="rows for the parse-alone comparison")
     p.add_argument("--shards", type=int, default=8)
+    p.add_argument("--block-size", type=int, default=BLOCK_SIZE, help="drawings per shard record")
     args = p.parse_args(argv)
 
     import cv2
@@ -223,12 +233,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         results.append((f"parse alone: TensorFlow string ops, {calls} parallel", *timed(tf_parse(calls))))
 
-    # the pipeline on all rows: CSVs, the one-time shard conversion, shards
-    common = dict(image_size=size, batch_size=bs, encoding="order", split="all", shuffle=True)
+    # the pipeline on all rows: CSVs, the one-time shard conversion, shards; uint8 images, as
+    # scripts/train_quickdraw.py reads them (it scales them to [0, 1] in the training step)
+    common = dict(image_size=size, batch_size=bs, encoding="order", split="all", shuffle=True,
+                  shuffle_buffer=SHUFFLE, image_dtype="uint8")  # fmt: skip
 
-    def pipeline(source: Path) -> Callable[[], int]:
+    def pipeline(source: Path, **changed: object) -> Callable[[], int]:
         def run() -> int:
-            return sum(int(b[1].shape[0]) for b in qd.make_dataset(source, **common))
+            return sum(int(b[1].shape[0]) for b in qd.make_dataset(source, **{**common, **changed}))
 
         return run
 
@@ -237,10 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(shards, ignore_errors=True)
     try:
         rate = timed(lambda: sum(qd.ensure_shards(root, shards, num_shards=args.shards, progress=False,
-                                                  workers=None)[0]["counts"].values()))  # fmt: skip
-        results.append((f"write_shards (one-time, {cores} worker processes)", *rate))
-        results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))
-        parts = shard_parts(shards, parsed, size, bs)
+                                                  workers=None, block_size=args.block_size)[0]["counts"].values()))  # fmt: skip
+        results.append((f"write_shards (one-time, {cores} worker processes, blocks of {args.block_size})", *rate))
+        float_rate = timed(pipeline(shards, image_dtype="float32"))
+        results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))  # uint8
+        parts = [("  the same with float32 images (make_dataset's default)", *float_rate),
+                 *shard_parts(shards, parsed, size, bs)]  # fmt: skip
     finally:
         shutil.rmtree(shards, ignore_errors=True)
 
@@ -251,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     csv_rate, shard_rate = results[-3][2], results[-1][2]
     for name, wall, per_core in parts:
         print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
-    us = [1e6 / render, 1e6 / parts[1][2], 1e6 / parts[0][2], 1e6 / shard_rate]
+    us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
     print(f"\nCPU per drawing: render alone {us[0]:.1f} us, in 2 threads {us[1]:.1f} us; reading stages {us[2]:.1f} us; "
-          f"shard pipeline {us[3]:.1f} us, of which {us[3] - us[1] - us[2]:.1f} us neither (hand-overs, float images)")
+          f"shard pipeline {us[3]:.1f} us, of which {us[3] - us[1] - us[2]:.1f} us neither (hand-overs); "
+          f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
           "shuffling and batching)")  # fmt: skip

@@ -8,9 +8,11 @@
       --> parse + validate + split by key_id (NumPy function, parallel map) --> unbatch
       --> shuffle --> batch --> render (OpenCV, parallel map) --> prefetch
 
-or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards`,
-``TFRecordDataset`` (files interleaved by one thread) --> shuffle --> batch --> parse the
-batch's records and render them, in one call --> prefetch (no Python parsing at all);
+or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards` (each record a
+block of drawings), ``TFRecordDataset`` (files interleaved by one thread) --> shuffle blocks
+--> batch blocks --> parse them (``parse_example``) --> rebatch to exactly ``batch_size``
+drawings --> render --> prefetch (no Python parsing at all; every per-record cost paid once
+per block);
 ``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
 Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
 breaks inside fields). A :class:`~quickdraw.formats.ReadReport` counts each pass
@@ -246,7 +248,8 @@ def count_examples(source: str | Path | Sequence[str | Path], **kwargs: Any) -> 
             return counts[split]
         import tensorflow as tf
 
-        return sum(1 for f in _tfrecord_files(files, split) for _ in tf.data.TFRecordDataset(str(f)))
+        chosen = [str(f) for f in _tfrecord_files(files, split)]
+        return sum(int(b[1].shape[0]) for b in _parse_blocks(tf.data.TFRecordDataset(chosen).batch(1024)))
     if kind == "npy":
         n = 0
         for p in files:
@@ -361,6 +364,7 @@ def make_dataset(
     with_key_id: bool = False,
     fmt: str | None = None,
     augment: bool | Mapping[str, float] = False,
+    image_dtype: str = "float32",
 ) -> tf.data.Dataset:
     """A batched ``tf.data.Dataset`` of ``(images, labels)`` from Quick, Draw! data.
 
@@ -380,37 +384,36 @@ def make_dataset(
     under a fresh random hand each time it is read (:func:`quickdraw.augment_strokes`;
     True: its defaults, or a dict of its keyword arguments) - for the training split of
     the built-in doodles (issue 19; needs strokes, not bitmaps). Used in notebooks 04, 05,
-    06, 07 and ``scripts/check_sim_to_real.py``.
+    06, 07 and ``scripts/check_sim_to_real.py``. ``image_dtype="uint8"``: the drawn pixels
+    0-255 as they are, the scaling to [0, 1] left to the training step (where it costs the
+    input pipeline nothing: ``scripts/train_quickdraw.py`` scales on the device; a float32
+    batch is four times the bytes, and in issue 33's runs making it cost the shard pipeline
+    0.1-10 µs more CPU per drawing at 64 px).
 
-    The stages: read (:func:`_read_records`, :func:`_read_bitmaps` or :func:`_read_strokes`)
-    → shuffle → repeat → batch → render (:func:`_image_maker`) → prefetch.
+    The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`)
+    → prefetch. TFRecord shards hold blocks of drawings; shards of an older format (one
+    drawing per record) raise ``ValueError`` (:func:`quickdraw.shards.shard_block_size`).
     """
     import tensorflow as tf
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    if image_dtype not in ("float32", "uint8"):
+        raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {image_dtype!r}")
     kind, files, _ = _resolve(source, fmt)
     reading = _Reading(
         source, labels, fmt, split, split == "train" if shuffle is None else shuffle, seed, val_fraction,
         split_seed, limit_per_class, recognized_only, strict, report, cycle_length,
         (1, 0) if input_context is None else (input_context.num_input_pipelines, input_context.input_pipeline_id),
     )
-    read = {"tfrecord": _read_records, "npy": _read_bitmaps}.get(kind, _read_strokes)
-    ds, policy = read(files, reading)
-    if reading.shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    ds, policy = _batches(kind, files, reading, batch_size, shuffle_buffer, repeat, drop_remainder)
     to_images = _image_maker("bitmap" if kind == "npy" else "strokes", augment, seed, image_size, encoding,
-                             layout, line_width)
+                             layout, line_width, unit_float=image_dtype == "float32")  # fmt: skip
     shape = [batch_size if drop_remainder else None, image_size, image_size, channels_of(encoding)]
+    out_type = tf.float32 if image_dtype == "float32" else tf.uint8
 
-    def render_map(*batch: tf.Tensor):
-        # shards: the batch's records are parsed here, in the same call as the drawing (one
-        # tf.data stage less: each hands its batches to the next across threads)
-        data, label, key = _parse_records(*batch) if kind == "tfrecord" else batch
-        img = tf.ensure_shape(tf.numpy_function(to_images, [data], tf.float32, stateful=bool(augment)), shape)
+    def render_map(data: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
+        img = tf.ensure_shape(tf.numpy_function(to_images, [data], out_type, stateful=bool(augment)), shape)
         label, key = tf.ensure_shape(label, shape[:1]), tf.ensure_shape(key, shape[:1])
         return (img, label, key) if with_key_id else (img, label)
 
@@ -423,12 +426,40 @@ def make_dataset(
     return ds.with_options(options)
 
 
+def _batches(
+    kind: str, files: list[Path], reading: _Reading, batch_size: int, shuffle_buffer: int, repeat: bool,
+    drop_remainder: bool,
+) -> tuple[tf.data.Dataset, Any]:
+    """The stages of :func:`make_dataset` before the drawing: batches of ``(packed strokes or
+    bitmaps, labels, key_ids)`` of ``batch_size`` rows, and the auto-shard policy. Shards are
+    shuffled and batched as blocks (the shuffle buffer in blocks: ``shuffle_buffer // block``),
+    parsed a batch of blocks at once, then cut into batches of exactly ``batch_size``
+    drawings (``rebatch``: one copy, no per-drawing tf.data element)."""
+    if kind == "tfrecord":
+        from quickdraw.shards import shard_block_size
+
+        files = _tfrecord_files(files, reading.split)
+        block = shard_block_size(files)  # raises on shards of an older format
+        ds, policy = _read_records(files, reading)
+        if reading.shuffle:
+            ds = ds.shuffle(max(1, shuffle_buffer // block), seed=reading.seed, reshuffle_each_iteration=True)
+        if repeat:
+            ds = ds.repeat()
+        ds = _parse_blocks(ds.batch(max(1, batch_size // block)))
+        return ds.rebatch(batch_size, drop_remainder=drop_remainder), policy
+    ds, policy = (_read_bitmaps if kind == "npy" else _read_strokes)(files, reading)
+    if reading.shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=reading.seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    return ds.batch(batch_size, drop_remainder=drop_remainder), policy
+
+
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
-    """TFRecord shards: one dataset of serialized records (parsed after batching); each
-    worker reads its own files (``FILE`` auto-sharding)."""
+    """TFRecord shards of a split: one dataset of serialized records (blocks of drawings,
+    parsed after batching); each worker reads its own files (``FILE`` auto-sharding)."""
     import tensorflow as tf
 
-    files = _tfrecord_files(files, reading.split)
     ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
     n_pipes, pipe_id = reading.pipelines
     if n_pipes > 1:
@@ -444,18 +475,23 @@ def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
     return ds, tf.data.experimental.AutoShardPolicy.FILE
 
 
-def _parse_records(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """A batch of serialized records → (packed strokes, labels, key_ids), the batch at once
-    (~10× less work per record than one by one), in the rendering call of :func:`make_dataset`."""
+def _parse_blocks(ds: tf.data.Dataset) -> tf.data.Dataset:
+    """Batches of serialized blocks → ``(packed strokes, labels, key_ids)``, the drawings of
+    all the batch's blocks in a row (``parse_example`` on the batch at once; a sequential map,
+    run by the thread that asks for the next element: no hand-off between threads)."""
     import tensorflow as tf
 
     spec = {
-        "drawing": tf.io.FixedLenFeature([], tf.string),
-        "label": tf.io.FixedLenFeature([], tf.int64),
-        "key_id": tf.io.FixedLenFeature([], tf.int64),
+        "drawings": tf.io.RaggedFeature(tf.string),
+        "labels": tf.io.RaggedFeature(tf.int64),
+        "key_ids": tf.io.RaggedFeature(tf.int64),
     }
-    e = tf.io.parse_example(x, spec)
-    return e["drawing"], tf.cast(e["label"], tf.int32), e["key_id"]
+
+    def parse(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        e = tf.io.parse_example(x, spec)
+        return e["drawings"].flat_values, tf.cast(e["labels"].flat_values, tf.int32), e["key_ids"].flat_values
+
+    return ds.map(parse)
 
 
 def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
@@ -517,17 +553,18 @@ def _shard_rows(ds: tf.data.Dataset, reading: _Reading) -> tf.data.Dataset:
 
 def _image_maker(
     payload: str, augment: bool | Mapping[str, float], seed: int | None, image_size: int, encoding: str,
-    layout: str, line_width: float | None,
+    layout: str, line_width: float | None, unit_float: bool = True,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """The NumPy function that turns a batch of packed strokes (rendered, redrawn first when
-    ``augment``) or of bitmaps (resized) into ``float32`` images in [0, 1] (:func:`_unit_float`)."""
+    ``augment``) or of bitmaps (resized) into ``float32`` images in [0, 1] (:func:`_unit_float`),
+    or the ``uint8`` images themselves (``unit_float=False``)."""
     import cv2
 
     # One OpenCV thread per call: tf.data already draws batches in parallel, and OpenCV's own
     # pool inside each call cost more than it gave (render CPU per drawing 27 against 15 µs)
     cv2.setNumThreads(1)
     to_uint8 = _uint8_image_maker(payload, augment, seed, image_size, encoding, layout, line_width)
-    return lambda b: _unit_float(to_uint8(b))
+    return (lambda b: _unit_float(to_uint8(b))) if unit_float else to_uint8
 
 
 _INV255 = np.float32(1.0 / 255.0)  # the float32 constant of tf.cast(img, tf.float32) * (1.0 / 255.0)

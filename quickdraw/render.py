@@ -308,10 +308,7 @@ def _render_one(
     starts = np.asarray(bounds[:-1], np.int64)
     with _borrowed((size * ss, size * ss), nch, (size, size)) as buf:
         img = _planes(pts, ids, starts, np.zeros(ns, np.int64), times, ids, np.asarray(bounds), encoding, buf)
-        for kernel in _kernels(width):
-            img = cv2.dilate(img, kernel, dst=buf.spare if img is not buf.spare else buf.merged)
-        if ss > 1:
-            img = cv2.resize(img, (size, size), dst=buf.small, interpolation=cv2.INTER_AREA)
+        img = _finish(img, width, ss, buf)
         dst[...] = img.reshape(size, size, nch)  # copied before the canvas goes back to the pool
 
 
@@ -359,17 +356,23 @@ def _draw_tiles(
     with _borrowed(
         (rows * pitch, cols * pitch), nch, (rows * (size + gutter), cols * (size + gutter))
     ) as buf:
-        img = _planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf)
-        for kernel in _kernels(width):
-            dst = buf.spare if img is not buf.spare else buf.merged
-            img = cv2.dilate(img, kernel, dst=dst)
-        if ss > 1:
-            img = cv2.resize(img, buf.small_shape[::-1], dst=buf.small, interpolation=cv2.INTER_AREA)
+        img = _finish(_planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf), width, ss, buf)
         tiles = img.reshape(rows, size + gutter, cols, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
         if k == rows * cols and sel[-1] - sel[0] == k - 1:  # one copy, straight into the output
             out[sel[0] : sel[-1] + 1].reshape(rows, cols, size, size, nch)[...] = tiles
         else:
             out[sel] = tiles.reshape(rows * cols, size, size, nch)[:k]
+
+
+def _finish(img: np.ndarray, width: int, ss: int, buf: _Buffers) -> np.ndarray:
+    """The 1-pixel canvas ``img`` widened to the line width (dilations by the disk's parts,
+    between the two canvases of ``buf``) and area-averaged down to ``buf.small_shape`` (the
+    anti-aliasing): the last steps of :func:`_render_one` and :func:`_draw_tiles` alike."""
+    for kernel in _kernels(width):
+        img = cv2.dilate(img, kernel, dst=buf.spare if img is not buf.spare else buf.merged)
+    if ss > 1:
+        img = cv2.resize(img, buf.small_shape[::-1], dst=buf.small, interpolation=cv2.INTER_AREA)
+    return img
 
 
 def _planes(

@@ -11,7 +11,9 @@ and trained from those; :func:`write_shards` does the same into TFRecord files:
    overall rate (reading class files round-robin does not: the small classes run out
    first and the last steps of an epoch see only the large ones);
 2. load each shard (1/K of the data) into memory, shuffle it, and write
-   ``<split>-<i>-of-<K>.tfrecord`` (a tqdm bar over the shards).
+   ``<split>-<i>-of-<K>.tfrecord`` (a tqdm bar over the shards) in **blocks**: each record
+   holds ``block_size`` consecutive drawings of the shuffled shard (a random sample of it),
+   the last block of a shard the rest.
 
 Both steps run in ``workers`` processes: for the real data the one-time Python parse is
 the expensive part, and processes are not held up by Python's lock as threads are.
@@ -20,9 +22,15 @@ Training then reads the shards without any Python parsing (``TFRecordDataset``).
 ``make_dataset(out_dir, split=...)`` then reads the shards with ``auto_shard_policy =
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
 shards as there will be workers. ``scripts/train_quickdraw.py`` writes them itself, once,
-before training (its default input). Each record holds ``drawing`` (strokes packed by
-:func:`quickdraw.pipeline.pack_strokes`), ``label`` and ``key_id``.
-Used in notebook 06 and the benchmarks (``bench_pipeline*.py``).
+before training (its default input). Each record (a ``tf.train.Example``) is one block:
+``drawings`` (a list of strokes packed by :func:`quickdraw.pipeline.pack_strokes`),
+``labels`` and ``key_ids`` (lists of as many int64). Reading then pays each per-record cost
+(the record's checksum and framing, the shuffle buffer, the hand-offs between tf.data
+stages, the parse call) once per block, not once per drawing (issue 33: those costs were a
+third of the pipeline's time). The manifest records ``format`` (:data:`SHARD_FORMAT`);
+shards of an older format are rewritten by :func:`ensure_shards` and refused, with the way
+out, by ``make_dataset`` (:func:`shard_block_size`).
+Used in notebooks 06 and 08 and the benchmarks (``bench_pipeline*.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +50,9 @@ from quickdraw.formats import ReadReport
 from quickdraw.labels import LabelMap
 from quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
 
+SHARD_FORMAT = 2  # 1: one drawing per record (before issue 33's blocks); 2: blocks of drawings
+BLOCK_SIZE = 64  # drawings per record by default (see docs/capstone.md for the measured choice)
+
 
 def shard_name(split: str, index: int, num_shards: int) -> str:
     """``train-00003-of-00008.tfrecord``."""
@@ -48,12 +60,25 @@ def shard_name(split: str, index: int, num_shards: int) -> str:
 
 
 def _example(packed: bytes, label: int, key_id: int) -> bytes:
+    """One drawing as a record: the temporary pieces of phase 1 (:func:`_split_file`)."""
     import tensorflow as tf
 
     feature = {
         "drawing": tf.train.Feature(bytes_list=tf.train.BytesList(value=[packed])),
         "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
         "key_id": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(key_id)])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
+
+
+def _block(packed: Sequence[bytes], labels: np.ndarray, key_ids: np.ndarray) -> bytes:
+    """Drawings as one record of a shard (format 2): ``drawings``, ``labels``, ``key_ids``."""
+    import tensorflow as tf
+
+    feature = {
+        "drawings": tf.train.Feature(bytes_list=tf.train.BytesList(value=list(packed))),
+        "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=labels.tolist())),
+        "key_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=key_ids.tolist())),
     }
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString(deterministic=True)
 
@@ -74,8 +99,10 @@ def write_shards(
     progress: bool = True,
     fmt: str | None = None,
     workers: int | None = 1,
+    block_size: int = BLOCK_SIZE,
 ) -> dict[str, Any]:
-    """Shuffle ``source`` once into ``num_shards`` TFRecord files per split under ``out_dir``.
+    """Shuffle ``source`` once into ``num_shards`` TFRecord files per split under ``out_dir``,
+    ``block_size`` drawings per record.
 
     Returns the manifest also written to ``out_dir/manifest.json`` (shard files and
     counts per split, per shard and per class, which ``count_examples`` reads, and the
@@ -90,6 +117,8 @@ def write_shards(
 
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
     kind, files, _ = _resolve(source, fmt)
     if kind != "csv_ndjson":
         raise ValueError(f"write_shards reads .csv/.ndjson class files, not {kind}")
@@ -119,7 +148,8 @@ def write_shards(
                 per_class[s][label] += n
             if report is not None and file_report is not None:
                 report.merge(file_report)
-        shard_jobs = [(str(tmp), str(out), s, i, num_shards, seed) for s in splits for i in range(num_shards)]
+        shard_jobs = [(str(tmp), str(out), s, i, num_shards, seed, block_size)
+                      for s in splits for i in range(num_shards)]  # fmt: skip
         list(tqdm(mapper(_shuffle_shard, shard_jobs), total=len(shard_jobs), desc="shuffle shards",
                   unit="shard", disable=not progress))  # fmt: skip
     finally:
@@ -129,6 +159,8 @@ def write_shards(
         shutil.rmtree(tmp, ignore_errors=True)
     labels.save(out / "labels.json")
     manifest = {
+        "format": SHARD_FORMAT,
+        "block_size": block_size,
         "num_shards": num_shards,
         "val_fraction": val_fraction,
         "split_seed": split_seed,
@@ -178,27 +210,62 @@ def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], 
     return counts, report
 
 
-def _shuffle_shard(job: tuple[str, str, str, int, int, int]) -> None:
-    """Phase 2, one shard: its pieces (in class-file order) shuffled into one file."""
+def _shuffle_shard(job: tuple[str, str, str, int, int, int, int]) -> None:
+    """Phase 2, one shard: its pieces (in class-file order) shuffled into one file, written
+    ``block`` drawings per record (the last record the rest)."""
     import tensorflow as tf
 
-    tmp, out, split, i, num_shards, seed = job
+    tmp, out, split, i, num_shards, seed, block = job
     pieces = sorted((Path(tmp) / f"{split}-{i}").glob("*.tfrecord"))
-    records = [
-        r for p in pieces for batch in tf.data.TFRecordDataset(str(p)).batch(4096) for r in batch.numpy()
-    ]
-    order = np.random.default_rng([seed, ("train", "val").index(split), i, 1]).permutation(len(records))
+    spec = {"drawing": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64),
+            "key_id": tf.io.FixedLenFeature([], tf.int64)}  # fmt: skip
+    parsed = [tf.io.parse_example(b, spec) for p in pieces for b in tf.data.TFRecordDataset(str(p)).batch(4096)]
+    drawings = [d for e in parsed for d in e["drawing"].numpy()]
+    labels = np.concatenate([e["label"].numpy() for e in parsed] or [np.zeros(0, np.int64)])
+    keys = np.concatenate([e["key_id"].numpy() for e in parsed] or [np.zeros(0, np.int64)])
+    order = np.random.default_rng([seed, ("train", "val").index(split), i, 1]).permutation(len(drawings))
     with tf.io.TFRecordWriter(str(Path(out) / shard_name(split, i, num_shards))) as w:
-        for j in order:
-            w.write(records[j])
+        for a in range(0, len(order), block):
+            j = order[a : a + block]
+            w.write(_block([drawings[k] for k in j], labels[j], keys[j]))
+
+
+def shard_block_size(files: Sequence[str | Path]) -> int:
+    """The drawings per record of shards written by :func:`write_shards` (the first non-empty
+    file's first record); raises ``ValueError`` with the way out for shards of an older format
+    (one drawing per record) or records that are not Quick, Draw! shards. Read in Python (the
+    framing of a TFRecord file: length, its checksum, the record), so it works wherever
+    ``make_dataset`` is called. Used by :func:`quickdraw.make_dataset`."""
+    from tensorflow.core.example import example_pb2
+
+    for f in files:
+        with open(f, "rb") as fh:
+            head = fh.read(12)  # uint64 length, uint32 masked CRC of the length
+            if len(head) < 12:
+                continue  # an empty shard (a split with fewer drawings than shards)
+            record = fh.read(struct.unpack("<Q", head[:8])[0])
+        feature = example_pb2.Example.FromString(record).features.feature
+        keys = set(feature)
+        if {"drawings", "labels", "key_ids"} <= keys:
+            return len(feature["labels"].int64_list.value)
+        if "drawing" in keys:
+            raise ValueError(
+                f"{f} holds one drawing per record: shards of format 1, written before the shards held blocks "
+                f"of drawings; this version reads format {SHARD_FORMAT}. Write them again: "
+                "quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
+                "(or delete the folder and call quickdraw.write_shards)"
+            )
+        raise ValueError(f"{f}: records with features {sorted(keys)} are not Quick, Draw! shards")
+    return 1  # no drawings at all: any block size reads them
 
 
 def _wanted(source: str | Path | Sequence[str | Path], num_shards: int, val_fraction: float,
             limit_per_class: int | None) -> dict[str, Any]:
-    """The manifest entries that must match for existing shards to be reused."""
+    """The manifest entries that must match for existing shards to be reused (the format too:
+    shards of an older format are written again, not misread)."""
     _, files, _ = _resolve(source, None)
-    return {"num_shards": num_shards, "val_fraction": val_fraction, "limit_per_class": limit_per_class,
-            "source": [str(Path(f).resolve()) for f in files]}
+    return {"format": SHARD_FORMAT, "num_shards": num_shards, "val_fraction": val_fraction,
+            "limit_per_class": limit_per_class, "source": [str(Path(f).resolve()) for f in files]}
 
 
 def _matching_manifest(out: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
@@ -222,8 +289,8 @@ def ensure_shards(
 ) -> tuple[dict[str, Any], bool]:
     """Shards of ``source`` in ``out_dir``, written once: ``(manifest, written_now)``.
 
-    Shards whose ``manifest.json`` records the same source files, shard count, validation
-    fraction and limit are reused (the manifest is written last, so its presence means
+    Shards whose ``manifest.json`` records the same format (:data:`SHARD_FORMAT`), source
+    files, shard count, validation fraction and limit are reused (the manifest is written last, so its presence means
     the shards are complete). Otherwise, with ``write=True`` (the chief of a job) they are
     written by :func:`write_shards` (``kwargs``: its other options); with ``write=False``
     (the other workers) this waits up to ``wait_seconds`` for the chief's manifest and

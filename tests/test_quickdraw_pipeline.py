@@ -6,6 +6,7 @@ and are marked slow.
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from quickdraw.pipeline import (
     count_examples,
     iter_examples,
     key_fraction,
+    make_dataset,
     pack_strokes,
     resolve_labels,
     split_of,
@@ -358,12 +360,15 @@ def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, t
 @pytestmark_tf
 def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     """Each shard holds each class's share to within one drawing (read back from the files),
-    also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones, and
-    a non-writer waits for them (and gives up after its timeout)."""
+    also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones or
+    ones of an older format (which make_dataset refuses), and a non-writer waits for them
+    (and gives up after its timeout)."""
+    import json
+
     import tensorflow as tf
 
     from quickdraw.kaggle_scale import write_kaggle_scale
-    from quickdraw.shards import ensure_shards
+    from quickdraw.shards import _example, ensure_shards
 
     src = write_kaggle_scale(tmp_path / "src", 1000, classes=["circle", "square", "star"], pool=20)
     manifest, written = ensure_shards(src, tmp_path / "s", num_shards=4, progress=False)
@@ -372,8 +377,9 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
         per_shard = np.zeros((4, 3), int)
         for i, name in enumerate(manifest["files"][split]):
             for rec in tf.data.TFRecordDataset(str(tmp_path / "s" / name)):
-                ex = tf.train.Example.FromString(rec.numpy())
-                per_shard[i, ex.features.feature["label"].int64_list.value[0]] += 1
+                ex = tf.train.Example.FromString(rec.numpy())  # a block of drawings
+                for label in ex.features.feature["labels"].int64_list.value:
+                    per_shard[i, label] += 1
         totals = per_shard.sum(axis=0)
         assert totals.tolist() == manifest["counts_per_class"][split] and totals[2] > 2 * totals[0]
         assert (np.abs(per_shard - totals / 4) < 1).all(), per_shard  # floor or ceil of the class's share
@@ -384,6 +390,24 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     assert ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, write=False)[0] == changed
     with pytest.raises(TimeoutError):
         ensure_shards(src, tmp_path / "s", num_shards=3, write=False, wait_seconds=0.2)
+    # shards of format 1 (one drawing per record, before the blocks): refused by make_dataset
+    # with the way out, written again by ensure_shards (their manifest has no format)
+    for name in changed["files"]["train"] + changed["files"]["val"]:
+        f = tmp_path / "s" / name
+        blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(f))]
+        with tf.io.TFRecordWriter(str(f)) as w:
+            for b in blocks:
+                for d, y, k in zip(b["drawings"].bytes_list.value, b["labels"].int64_list.value,
+                                   b["key_ids"].int64_list.value, strict=True):  # fmt: skip
+                    w.write(_example(d, y, k))
+    old = {k: v for k, v in changed.items() if k not in ("format", "block_size")}
+    (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="one drawing per record.*ensure_shards"):
+        make_dataset(tmp_path / "s", split="train")
+    again, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
+    assert written and again == changed
+    (tmp_path / "s" / "manifest.json").unlink()  # without it, the drawings are counted in the blocks
+    assert count_examples(tmp_path / "s", split="train", val_fraction=0.2) == changed["counts"]["train"]
 
 
 def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
@@ -412,43 +436,54 @@ def test_unit_float_is_tensorflows_cast_and_scale_bit_for_bit() -> None:
     assert not np.array_equal(got, x.astype(np.float64) / 255.0)  # the control: float64 rounds otherwise
 
 
+def _examples(batches: tuple[list, list, list]) -> collections.Counter:
+    """The multiset of (image bytes, label, key_id) in collected batches (:func:`_collect`)."""
+    return collections.Counter(
+        (x.tobytes(), int(y), int(k))
+        for bx, by, bk in zip(*batches, strict=True)
+        for x, y, k in zip(bx, by, bk, strict=True)
+    )
+
+
 @pytestmark_tf
-def test_shard_pipeline_is_the_plain_pipeline_bit_for_bit(builtin: Path, tmp_path) -> None:
-    """make_dataset on shards, with its savings (one reading thread, records parsed in the
-    drawing call, float images made in NumPy, pooled canvases, one OpenCV thread), yields bit
-    for bit the batches of the plain pipeline it replaced (issue 33): parallel deterministic
-    interleave, shuffle, batch, parse_example, render, tf.cast * 1/255 - same drawings, same
-    order, same pixels, same labels."""
+def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path) -> None:
+    """Shards of blocks (issue 33): an epoch of make_dataset on them is the multiset of
+    (image, label, key_id) of the source's split drawn one drawing at a time (each drawing
+    once, the same pixels), in batches of exactly batch_size although blocks of 7 do not
+    divide it (the last batch the rest, or dropped); another seed reorders the same
+    multiset (its first batch differs), other drawings (the validation split) give another
+    (the controls); uint8
+    images are the float32 ones unscaled."""
     import tensorflow as tf
 
-    from quickdraw.pipeline import make_dataset
     from quickdraw.render import render_packed_batch
     from quickdraw.shards import write_shards
 
-    write_shards(builtin, tmp_path / "s", num_shards=3, progress=False)
-    files = sorted(str(f) for f in (tmp_path / "s").glob("train-*.tfrecord"))
-    spec = {"drawing": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64),
-            "key_id": tf.io.FixedLenFeature([], tf.int64)}  # fmt: skip
-
-    def images(d: tf.Tensor) -> tf.Tensor:
-        img = tf.numpy_function(lambda b: render_packed_batch(list(b), 32, encoding="rgb"), [d], tf.uint8)
-        return tf.cast(img, tf.float32) * (1.0 / 255.0)
-
-    plain = (
-        tf.data.Dataset.from_tensor_slices(files)
-        .shuffle(len(files), seed=7)
-        .interleave(tf.data.TFRecordDataset, cycle_length=3, num_parallel_calls=3, deterministic=True)
-        .shuffle(4096, seed=7)
-        .batch(50)
-        .map(lambda x: tf.io.parse_example(x, spec))
-        .map(lambda e: (images(e["drawing"]), tf.cast(e["label"], tf.int32), e["key_id"]))
-    )
-    ds = make_dataset(tmp_path / "s", split="train", batch_size=50, image_size=32, encoding="rgb", seed=7,
-                      with_key_id=True)  # fmt: skip
-    got, want = _collect(ds), _collect(plain)
-    assert len(got[0]) == len(want[0]) > 10
-    for a, b in zip(got, want, strict=True):
-        assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-    other = _collect(make_dataset(tmp_path / "s", split="train", batch_size=50, image_size=32, encoding="rgb",
-                                  seed=8, with_key_id=True))  # fmt: skip
-    assert not np.array_equal(other[2][0], want[2][0])  # the control: another seed, another order
+    rows = list(iter_examples(builtin, split="train"))
+    want = collections.Counter(
+        ((tf.cast(render_packed_batch([pack_strokes(s)], 32, encoding="rgb")[0], tf.float32) * (1.0 / 255.0))
+         .numpy().tobytes(), label, key)
+        for s, label, key in rows
+    )  # fmt: skip
+    n = len(rows)
+    write_shards(builtin, tmp_path / "s", num_shards=3, progress=False, block_size=7)
+    args = dict(batch_size=50, image_size=32, encoding="rgb", with_key_id=True)
+    got = _collect(make_dataset(tmp_path / "s", split="train", seed=7, **args))
+    assert _examples(got) == want
+    assert [len(y) for y in got[1]] == [50] * (n // 50) + [n % 50] and n % 50  # the last: the rest
+    reordered = next(iter(make_dataset(tmp_path / "s", split="train", seed=8, **args)))
+    assert not np.array_equal(reordered[2].numpy(), got[2][0])  # the control: another seed, another order
+    val = _collect(make_dataset(tmp_path / "s", split="val", **args))
+    assert _examples(val) and not _examples(val) & want  # the control: other drawings, another multiset
+    dropped = make_dataset(tmp_path / "s", split="val", drop_remainder=True, **args)
+    assert dropped.element_spec[0].shape[0] == 50 and len(val[1][-1]) < 50
+    assert [int(b[1].shape[0]) for b in dropped] == [50] * (sum(map(len, val[1])) // 50)
+    # image_dtype="uint8" (what scripts/train_quickdraw.py reads): the same batches, pixels 0-255,
+    # which tf.cast * (1/255) turns bit for bit into the float32 images
+    xu, yu, ku = _collect(make_dataset(tmp_path / "s", split="val", image_dtype="uint8", **args))
+    assert xu[0].dtype == np.uint8 and xu[0].max() == 255
+    for f, u in zip(val[0], xu, strict=True):
+        assert np.array_equal((tf.cast(u, tf.float32) * (1.0 / 255.0)).numpy().view(np.uint32), f.view(np.uint32))
+    assert all(np.array_equal(a, b) for a, b in zip(val[1] + val[2], yu + ku, strict=True))
+    with pytest.raises(ValueError, match="image_dtype"):
+        make_dataset(tmp_path / "s", image_dtype="float16")

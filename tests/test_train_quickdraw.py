@@ -55,6 +55,16 @@ def test_arguments() -> None:
             train_quickdraw.parse_args(bad)
 
 
+def test_unit_images_are_the_pipelines_float_images() -> None:
+    """The step scales the uint8 batches it reads to exactly the float32 numbers make_dataset's
+    float images hold (all 256 values), so the models see what they saw before."""
+    from quickdraw.pipeline import _unit_float
+
+    x = np.arange(256, dtype=np.uint8).reshape(4, 8, 8, 1)
+    got = train_quickdraw.unit_images(x).numpy()
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), _unit_float(x).view(np.uint32))
+
+
 def test_help_runs_without_tensorflow() -> None:
     proc = run_script("--help", timeout=60)
     assert "--checkpoint-dir" in proc.stdout and "multiworker" in proc.stdout
