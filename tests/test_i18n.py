@@ -173,6 +173,7 @@ def test_a_stale_translation_is_caught_and_kept_as_fuzzy() -> None:
     po, _ = i18n.merge(i18n.new_catalog(), i18n.extract(old))
     for entry, chinese in zip(po, ["两个工作节点。", "一", "二"], strict=True):
         entry.msgstr = chinese
+    po[0].tcomment = "not a term: worker (a test)"
     assert i18n.problems(old, po, "nb") == []
     new = notebook(("a", "markdown", "Three workers."), ("b", "code", "x = 1  # one\ny = 2  # two!\n"))
     found = i18n.problems(new, po, "nb")
@@ -184,6 +185,7 @@ def test_a_stale_translation_is_caught_and_kept_as_fuzzy() -> None:
     fuzzy = [e for e in merged if "fuzzy" in e.flags]
     assert [(e.msgid, e.previous_msgid, e.msgstr) for e in fuzzy] == [
         ("Three workers.", "Two workers.", "两个工作节点。"), ("two!", "two", "二")]
+    assert fuzzy[0].tcomment == "not a term: worker (a test)"  # the translator's note outlives the edit
     assert all("stale" in line for line in i18n.problems(new, merged, "nb"))
 
 

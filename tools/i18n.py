@@ -172,6 +172,7 @@ def merge(po: polib.POFile, entries: list[Entry]) -> tuple[polib.POFile, dict[st
         unused.remove(previous)
         merged.append(polib.POEntry(
             msgctxt=entry.msgctxt, msgid=entry.msgid, msgstr=previous.msgstr, flags=["fuzzy"],
+            tcomment=previous.tcomment,  # the translator's notes (`# not a term: …`) still apply
             previous_msgctxt=None if previous.msgctxt == entry.msgctxt else previous.msgctxt,
             previous_msgid=previous.previous_msgid or previous.msgid,
         ))
