@@ -459,11 +459,13 @@ class LocalCluster:
         start the cluster if needed.
 
         Raises like :meth:`wait` (stopping the cluster) when a task fails or ``timeout`` passes
-        first. Lets a notebook time a hang from the moment a worker reached a given line, not
-        from a start-up whose length depends on the machine's load (notebook 09). After a fault
-        made on purpose (a worker killed, a cable cut: notebooks 04 and 10),
-        ``failures_expected=True`` waits for the survivor's line although tasks exit with errors;
-        only the timeout raises then.
+        first, and :class:`WorkerFailedError` when ``task`` ended without writing ``text``. Lets a
+        notebook time a hang from the moment a worker reached a given line, not from a start-up
+        whose length depends on the machine's load (notebook 09). After a fault made on purpose
+        (a worker killed, a cable cut: notebooks 04 and 10), ``failures_expected=True`` waits for
+        the survivor's line although tasks exit with errors, and also returns when ``task``
+        itself has ended without the line (a crash is an answer too: :meth:`exit_code` and
+        :meth:`logs` tell which); only the timeout raises then.
         """
         names = {f"{t}:{i}": (t, i) for t, n in self.task_counts.items() for i in range(n)}
         if task not in names:
@@ -475,12 +477,23 @@ class LocalCluster:
             while text not in self._read_log(names[task]):
                 if self.stream:
                     self._stream_new_output()
-                self._raise_if_failed_or_late(started, timeout, failures_expected)
+                code = self._raise_if_failed_or_late(started, timeout, failures_expected)[names[task]]
+                if code is not None and text not in self._read_log(names[task]):  # ended without it
+                    if failures_expected:
+                        break
+                    raise WorkerFailedError(task, code, _tail(self.logs()[task], self.tail_lines), self.logs())
                 time.sleep(0.05)
         except BaseException:
             self.stop()
             raise
         return time.monotonic() - started
+
+    def exit_code(self, task: str) -> int | None:
+        """``task``'s exit code (negative: the signal that killed it), or None while it runs."""
+        for (task_type, index), proc in self._procs.items():
+            if f"{task_type}:{index}" == task:
+                return proc.poll()
+        raise ValueError(f"no started task {task!r} in this cluster")
 
     def wait(self, timeout: float | None = None) -> ClusterResult:
         """Wait for all tasks; return their results or raise (always stopping the cluster).

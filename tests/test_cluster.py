@@ -100,6 +100,21 @@ def survivor_worker() -> None:
     time.sleep(300)
 
 
+def crashing_survivor_worker() -> None:
+    """Worker 1 fails at once; worker 0 ends 2 s later without its line (a crash, not an exception)."""
+    import os
+    import time
+
+    if os.environ["COURSE_TASK"] == "worker:1":
+        raise ValueError("boom in worker 1")
+    time.sleep(2)
+    os._exit(134)
+
+
+def quiet_worker() -> None:
+    print("done, without the awaited line", flush=True)
+
+
 def sigterm_ignoring_worker() -> None:
     import signal
     import time
@@ -331,6 +346,19 @@ def test_wait_for_output_after_a_fault_made_on_purpose():
         assert "boom in worker 1" in cluster.logs()["worker:1"]
     assert 3 <= waited < 30
     _assert_all_gone(cluster)
+
+
+def test_wait_for_output_ends_when_the_task_ended_without_the_line():
+    with LocalCluster(crashing_survivor_worker, 2, timeout=60) as cluster:
+        waited = cluster.wait_for_output("worker:0", "noticed", timeout=60, failures_expected=True)
+        assert cluster.exit_code("worker:0") == 134 and cluster.exit_code("worker:1") == 1
+    assert 2 <= waited < 30  # not the whole timeout
+    _assert_all_gone(cluster)
+    cluster = LocalCluster(quiet_worker, 1, timeout=60)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerFailedError, match="exited with code 0") as info:
+        cluster.wait_for_output("worker:0", "a line it never writes", timeout=60)
+    assert time.monotonic() - t0 < 30 and "done, without" in info.value.tail
 
 
 def test_sigterm_ignoring_worker_is_killed():
