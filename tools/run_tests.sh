@@ -196,10 +196,13 @@ case "$STAGE" in
     second) # notebooks 08, 09 and 12, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
         # every part runs even when one before it failed, so that one run reports them all
         rc=0 failed=0
-        bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 || rc=$?
+        # Colab's environment is built (the first time: a download of TensorFlow) while the tests run
+        nice -n 10 bash tools/setup_colab_env.sh >"$COLAB_LOG" 2>&1 &
+        colab_setup_pid=$!
         run_unit "beside and not horovod_env" || failed=1  # the long ones, taken off the main stream
         if ((${#SECOND_NBS[@]})); then run_notebooks "${SECOND_NBS[@]}" || failed=1; fi
         run_rehearsals || failed=1
+        wait "$colab_setup_pid" || rc=$?
         cat "$COLAB_LOG"
         (run_colab "$rc") || failed=1
         exit "$failed"
