@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from infra.process import child_env
 from utils.config import PROJECT_ROOT
@@ -18,7 +17,6 @@ from utils.metrics import map_at_k, top_k_accuracy
 SCRIPT = PROJECT_ROOT / "scripts" / "check_sim_to_real.py"
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 def test_two_members_are_trained_and_their_probabilities_averaged(tmp_path: Path) -> None:
     import keras
 

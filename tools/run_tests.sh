@@ -8,8 +8,8 @@
 # Measured on a quiet 2-core machine from a fresh clone with an empty pip cache: 24 min one
 # step after the other, 17 min with the build in the background.
 #
-# The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 09 (~5 min
-# of fresh processes and deliberate waits) and 12 (no speed comparisons in either), the GPU
+# The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 08 and 09
+# (~5 min of fresh processes and deliberate waits; no speed comparison upset by load), the GPU
 # rehearsals and the Colab rehearsal run as a second stream beside them, in a copy of the working
 # tree (its own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and workers
 # import the copy): one after the other they would add ~30 min on 2 cores. Notebook 10 stays in
@@ -25,8 +25,8 @@
 #   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00 and 02, and the Colab
 #                                rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
-#   tools/run_tests.sh second     the second stream of `all`: the `beside` unit tests, notebooks 09
-#                                 and 12, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
+#   tools/run_tests.sh second     the second stream of `all`: the `beside` unit tests, notebooks 08
+#                                 and 09, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
 #                                 git checkout to clone)
 #   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
 set -euo pipefail
@@ -40,7 +40,7 @@ NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 # in the second stream under `all` (the two streams take about as long: see the README's times)
-SECOND_NB_PATTERN='^notebooks/(08|09|12)_'
+SECOND_NB_PATTERN='^notebooks/(08|09)_'
 mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
 # The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed. Their code is the English
 # code token for token (tests/test_i18n.py), so under `all` they take the English ones' place in the
@@ -144,7 +144,9 @@ rehearse() { # rehearse SPEC NOTEBOOK...: the notebooks under the GPU rehearsal 
     local spec=$1
     shift
     (($#)) || return 0
-    COURSE_REHEARSE_GPUS="$spec" "$PY" -m pytest "${NBVAL[@]}" --nbval-current-env "$@"
+    mkdir -p "$REPORTS"  # each cell's time, as for the plain runs (not counted in the slot times)
+    COURSE_REHEARSE_GPUS="$spec" "$PY" -m pytest "${NBVAL[@]}" --junitxml="$REPORTS/rehearsal-${spec%%@*}.xml" \
+        --durations=10 --nbval-current-env "$@"
 }
 run_rehearsals() { # both rehearsals, also when the first fails; fails if either did
     local failed=0
@@ -193,7 +195,7 @@ case "$STAGE" in
             run_horovod "$rc"
         fi
         ;;
-    second) # notebooks 08, 09 and 12, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
+    second) # notebooks 08 and 09, the GPU rehearsals and the Colab rehearsal (started by `all` in a copy of the tree)
         # every part runs even when one before it failed, so that one run reports them all
         rc=0 failed=0
         # Colab's environment is built (the first time: a download of TensorFlow) while the tests run
@@ -222,7 +224,7 @@ case "$STAGE" in
             setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
             build_pid=$!
         fi
-        echo "run_tests: notebooks 08, 09, 12, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
+        echo "run_tests: notebooks 08, 09, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
         rm -rf "$REPORTS"
         # setsid: its own process group, so that stop_build stops the whole stream
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
@@ -251,7 +253,7 @@ case "$STAGE" in
             cat "$SETUP_LOG"
             run_horovod "$rc"
         fi
-        echo "run_tests: waiting for the second stream (notebooks 08, 09, 12, GPU and Colab rehearsals)"
+        echo "run_tests: waiting for the second stream (notebooks 08, 09, GPU and Colab rehearsals)"
         second_rc=0
         wait "$second_pid" || second_rc=$?
         second_pid=""
