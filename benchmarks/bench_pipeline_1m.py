@@ -28,7 +28,9 @@ per CPU-second of this process and its worker processes):
                    pipeline's parallel map runs it), and what each costs per drawing
 
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
-batch, per core >= 0.8x the renderer's render-only rate) as met or not, and an **estimate**
+batch, per core >= 0.8x the renderer's render-only rate) as met or not, judged by the median of
+``--pairs`` ratios, the renderer and ``--pair-drawings`` of the pipeline measured one right after
+the other (single runs on a shared machine vary more than the gap to the goal), and an **estimate**
 (no GPU was measured) of the CPU cores that would feed one NVIDIA T4 at its peak rate with
 the default model (MobileNet, alpha 1, 64x64), from published counts: MobileNet-224 takes
 569 million multiply-adds a forward pass (Howard et al. 2017, arXiv:1704.04861, Table 8),
@@ -55,6 +57,8 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+
+import numpy as np
 
 import quickdraw as qd
 from quickdraw.kaggle_scale import write_kaggle_scale
@@ -124,6 +128,18 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
             ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
 
 
+def paired_ratios(render_only: Callable[[], int], pipeline_part: Callable[[], int], pairs: int) -> list[float]:
+    """The goal's ratio (pipeline per core / render-only per core) measured ``pairs`` times, the
+    two one right after the other: on this shared virtual machine single runs of the same
+    pipeline in one process varied from 27,000 to 41,000 drawings per core (the neighbours'
+    load comes and goes; 8 % of the time was stolen), more than the gap to the goal."""
+    ratios = []
+    for _ in range(pairs):
+        render = timed(render_only)[1]
+        ratios.append(timed(pipeline_part)[1] / render)
+    return ratios
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=1_000_000)
@@ -132,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parse-rows", type=int, default=100_000, help="rows for the parse-alone comparison")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--block-size", type=int, default=BLOCK_SIZE, help="drawings per shard record")
+    p.add_argument("--pairs", type=int, default=5, help="renderer / pipeline pairs for the goal's ratio")
+    p.add_argument("--pair-drawings", type=int, default=200_000, help="drawings of the pipeline in each pair")
     args = p.parse_args(argv)
 
     import cv2
@@ -255,6 +273,15 @@ def main(argv: list[str] | None = None) -> int:
         results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))  # uint8
         parts = [("  the same with float32 images (make_dataset's default)", *float_rate),
                  *shard_parts(shards, parsed, size, bs)]  # fmt: skip
+        batches = -(-args.pair_drawings // bs)
+
+        def pipeline_part() -> int:
+            return sum(int(b[1].shape[0]) for b in qd.make_dataset(shards, **common).take(batches))
+
+        def render_repeated() -> int:  # as many drawings as a pipeline part, the same ones again
+            return sum(render_only() for _ in range(max(1, args.pair_drawings // len(parsed))))
+
+        ratios = paired_ratios(render_repeated, pipeline_part, args.pairs)
     finally:
         shutil.rmtree(shards, ignore_errors=True)
 
@@ -272,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
           "shuffling and batching)")  # fmt: skip
-    ratio = shard_rate / render
-    print(f"goal (issue 33): shard pipeline per core >= {GOAL}x the renderer's render-only {render:,.0f} "
-          f"drawings/s: {ratio:.2f}x, {'met' if ratio >= GOAL else 'NOT met'}")
+    ratio = float(np.median(ratios))
+    print(f"goal (issue 33): shard pipeline per core >= {GOAL}x the renderer's render-only rate: in the table "
+          f"{shard_rate / render:.2f}x; in {len(ratios)} pairs measured one right after the other "
+          f"({', '.join(f'{r:.2f}' for r in ratios)}x) the median {ratio:.2f}x, {'met' if ratio >= GOAL else 'NOT met'}")
     print(f"\nESTIMATE, not measured (no GPU here): MobileNet alpha 1 at {size}x{size}, one NVIDIA T4 at its peak, "
           f"fed by the shard pipeline at {shard_rate:,.0f} drawings/s per core")
     for name, images, need in gpu_feed_estimate(shard_rate, size):

@@ -337,7 +337,6 @@ def test_shard_counts_come_from_the_shard_manifest(tmp_path) -> None:
     assert [count_examples(tmp_path, split=s) for s in ("train", "val", "all")] == [7, 2, 9]  # files not read
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytestmark_tf
 def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, tmp_path) -> None:
     from quickdraw.formats import QuickDrawFormatError

@@ -70,7 +70,6 @@ def test_help_runs_without_tensorflow() -> None:
     assert "--checkpoint-dir" in proc.stdout and "multiworker" in proc.stdout
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_train_resume_and_submit(tiny_data: Path, tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
@@ -270,7 +269,6 @@ def test_pretrained_needs_resnet50_and_rgb() -> None:
     assert args.pretrained and args.mixed_precision == "none" and not args.xla
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_tta_and_ensemble_of_saved_models(tiny_data: Path, tmp_path: Path) -> None:
     """--tta --ensemble: the submission holds the top 3 of the averaged probabilities of this
