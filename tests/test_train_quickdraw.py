@@ -70,6 +70,7 @@ def test_help_runs_without_tensorflow() -> None:
     assert "--checkpoint-dir" in proc.stdout and "multiworker" in proc.stdout
 
 
+@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_train_resume_and_submit(tiny_data: Path, tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
