@@ -481,7 +481,8 @@ class LocalCluster:
                 if code is not None and text not in self._read_log(names[task]):  # ended without it
                     if failures_expected:
                         break
-                    raise WorkerFailedError(task, code, _tail(self.logs()[task], self.tail_lines), self.logs())
+                    logs = self.logs()
+                    raise WorkerFailedError(task, code, _tail(logs[task], self.tail_lines), logs)
                 time.sleep(0.05)
         except BaseException:
             self.stop()
