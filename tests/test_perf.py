@@ -37,6 +37,7 @@ def test_slow_pipeline_is_input_bound_and_fast_one_is_not() -> None:
     fast_input = perf.check_input_bound(fast_pipeline, slow_step, batch, batches=5)
     assert not fast_input.input_bound and fast_input.headroom > 1, fast_input
     assert "not input-bound" in str(fast_input)
+    assert perf.pipeline_rate(slow_pipeline, batches=5) < 1 / SLEEP < perf.pipeline_rate(fast_pipeline, batches=5)
 
 
 def test_side_by_side_takes_turns() -> None:

@@ -65,6 +65,14 @@ def _rate(fn: Callable[[], Any], n: int, warmup: int) -> float:
     return n / sum(benchmark(fn, warmup=warmup, repeats=n).times)
 
 
+def pipeline_rate(dataset: Iterable[Any], *, batches: int = 8, warmup: int = 2) -> float:
+    """Batches per second of ``dataset`` alone, from a fresh iterator: ``batches`` timed after
+    ``warmup`` untimed ones. Used by :func:`check_input_bound` and notebook 08 §6 (the pipeline
+    measured again after the fed loop)."""
+    iterator = iter(dataset)
+    return _rate(lambda: next(iterator), batches, warmup)
+
+
 def check_input_bound(
     dataset: Iterable[Any],
     train_step: Callable[[Any], Any],
@@ -83,8 +91,7 @@ def check_input_bound(
     Training is input-bound when the pipeline delivers fewer batches per second than the
     step consumes. Used by notebook 06 (the capstone's pipeline) and notebook 08 (§6).
     """
-    iterator = iter(dataset)
-    pipeline = _rate(lambda: next(iterator), batches, warmup)
+    pipeline = pipeline_rate(dataset, batches=batches, warmup=warmup)
 
     def step() -> None:
         result = train_step(batch)
