@@ -87,13 +87,13 @@ def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_09_and_the_
     log = calls(root)  # both streams write to it
     main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside", "-m horovod_env",
                                                                   "--nbval-kernel-name horovod"))]
-    assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=10"
+    assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=25"
     # not 07, not 09; the Chinese 00 in the English one's place (same code), which the rehearsals run
     assert main[1].endswith("--durations=15 notebooks/zh/00_a.ipynb notebooks/01_b.ipynb notebooks/02_c.ipynb")
     assert main[2] == "-m pytest tests -m horovod_env"
     assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
     second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
-    assert second[0] == "-m pytest tests -m beside and not horovod_env --durations=10"  # the long unit tests
+    assert second[0] == "-m pytest tests -m beside and not horovod_env --durations=25"  # the long unit tests
     assert second[1].endswith("--durations=15 notebooks/09_slow.ipynb")
     # the GPU rehearsals: one T4 (00 and 04 have theirs in the faithful Colab rehearsal), three GPUs
     assert second[2].endswith("--nbval-current-env notebooks/02_c.ipynb")
@@ -241,7 +241,7 @@ def test_stages_alone(tmp_path: Path) -> None:
     """make test-unit / test-rehearsals / test-horovod run one part each."""
     root = make_project(tmp_path)
     assert run(root, "run_tests.sh", args=["unit"]).returncode == 0
-    assert calls(root) == ["-m pytest tests -m not horovod_env --durations=10"]
+    assert calls(root) == ["-m pytest tests -m not horovod_env --durations=25"]
     (root / "calls.log").unlink()
     assert run(root, "run_tests.sh", args=["rehearsals"]).returncode == 0
     assert len(calls(root)) == 2 and all("--nbval-current-env notebooks/00_a.ipynb notebooks/02_c" in c for c in calls(root))

@@ -100,7 +100,7 @@ trap stop_build EXIT
 trap 'exit 130' INT TERM
 
 run_unit() { # run_unit [MARKERS]: the unit tests (all but those needing the Horovod environment)
-    "$PY" -m pytest tests -m "${1:-not horovod_env}" --durations=10
+    "$PY" -m pytest tests -m "${1:-not horovod_env}" --durations=25
 }
 slurm_result() { # slurm_result RC: after tools/setup_slurm.sh (Slurm for notebook 11) ended with RC
     cat "$SLURM_LOG"
