@@ -441,18 +441,17 @@ def _batches(
         files = _tfrecord_files(files, reading.split)
         block = shard_block_size(files)  # raises on shards of an older format
         ds, policy = _read_records(files, reading)
-        if reading.shuffle:
-            ds = ds.shuffle(max(1, shuffle_buffer // block), seed=reading.seed, reshuffle_each_iteration=True)
-        if repeat:
-            ds = ds.repeat()
-        ds = _parse_blocks(ds.batch(max(1, batch_size // block)))
-        return ds.rebatch(batch_size, drop_remainder=drop_remainder), policy
-    ds, policy = (_read_bitmaps if kind == "npy" else _read_strokes)(files, reading)
+    else:
+        block = 1  # one drawing per element
+        ds, policy = (_read_bitmaps if kind == "npy" else _read_strokes)(files, reading)
     if reading.shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=reading.seed, reshuffle_each_iteration=True)
+        ds = ds.shuffle(max(1, shuffle_buffer // block), seed=reading.seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
-    return ds.batch(batch_size, drop_remainder=drop_remainder), policy
+    if kind != "tfrecord":
+        return ds.batch(batch_size, drop_remainder=drop_remainder), policy
+    ds = _parse_blocks(ds.batch(max(1, batch_size // block)))
+    return ds.rebatch(batch_size, drop_remainder=drop_remainder), policy
 
 
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
