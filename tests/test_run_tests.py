@@ -36,7 +36,8 @@ def make_project(
     (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
     (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
     (root / "tools" / "setup_horovod.sh").write_text(
-        f'echo $$ > "{root}/build.pid"\necho "setup_horovod: fake build"\n{setup}\n'
+        f'echo $$ > "{root}/build.pid"\nps -o pgid= -p $$ | tr -d " " > "{root}/build.pgid"\n'
+        f'echo "setup_horovod: fake build"\n{setup}\n'
     )
     (root / "tools" / "setup_colab_env.sh").write_text(f'echo "setup_colab_env: fake build"\n{colab_setup}\n')
     (root / "tools" / "setup_slurm.sh").write_text(f'echo "setup_slurm: fake install"\n{slurm_setup}\n')
@@ -78,21 +79,22 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_runs_unit_tests_then_notebooks_then_horovod_beside_notebook_09_and_the_rehearsals(tmp_path: Path) -> None:
+def test_runs_unit_tests_then_notebooks_beside_horovod_beside_notebook_09_and_the_rehearsals(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     scratch = tmp_path / "tmp"  # where the second stream's copy of the tree goes
     scratch.mkdir()
     result = run(root, env={**os.environ, "PY": str(root / "python"), "TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
-    log = calls(root)  # both streams write to it
-    main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside", "-m horovod_env",
-                                                                  "--nbval-kernel-name horovod"))]
+    log = calls(root)  # all three streams write to it
+    main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside"))]
     assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=25"
     # not 07, not 09; the Chinese 00 in the English one's place (same code), which the rehearsals run
     assert main[1].endswith("--durations=15 notebooks/zh/00_a.ipynb notebooks/01_b.ipynb notebooks/02_c.ipynb")
-    assert main[2] == "-m pytest tests -m horovod_env"
-    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in main[3]
-    second = [line for line in log if line not in main]  # the second stream, in its copy of the tree
+    # the Horovod job: its build, then the unit test that needs it and notebook 07
+    horovod = [line for line in log if "-m horovod_env" in line or "--nbval-kernel-name horovod" in line]
+    assert horovod[0] == "-m pytest tests -m horovod_env"
+    assert "--nbval-kernel-name horovod notebooks/07_horovod.ipynb" in horovod[1] and len(horovod) == 2
+    second = [line for line in log if line not in main + horovod]  # the second stream, in its copy of the tree
     assert second[0] == "-m pytest tests -m beside and not horovod_env --durations=25"  # the long unit tests
     assert second[1].endswith("--durations=15 notebooks/09_slow.ipynb")
     # the GPU rehearsals: one T4 (00 and 04 have theirs in the faithful Colab rehearsal), three GPUs
@@ -193,13 +195,15 @@ def test_background_build_is_stopped(tmp_path: Path, how: str) -> None:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
         _, err = proc.communicate(timeout=30)
         assert proc.returncode != 0
-        assert "stopping a background build" in err
-    build_pid = int((root / "build.pid").read_text())  # setsid: also its process group's id
+        assert "stopping a background job" in err
+    build_pid = int((root / "build.pid").read_text())
+    group = int((root / "build.pgid").read_text())  # the Horovod job's (setsid), not make test's
+    assert group != os.getpgid(0)
     deadline = time.monotonic() + 10
-    while (alive(build_pid) or group_members(build_pid)) and time.monotonic() < deadline:
+    while (alive(build_pid) or group_members(group)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(build_pid)
-    assert group_members(build_pid) == []  # the sleep the build started is gone too
+    assert group_members(group) == []  # the sleep the build started is gone too
 
 
 def group_members(pgid: int) -> list[str]:

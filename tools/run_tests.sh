@@ -4,9 +4,9 @@
 # The main tests use about one of the machine's cores on average (TensorFlow start-up, worker
 # processes waiting for each other); compiling Horovod for notebook 07 uses all of them. So the
 # Horovod environment is built in the background, at low priority, while the main tests run,
-# and notebook 07 (and the one unit test that needs that environment) run once it is ready.
-# Measured on a quiet 2-core machine from a fresh clone with an empty pip cache: 24 min one
-# step after the other, 17 min with the build in the background.
+# and notebook 07 (and the one unit test that needs that environment) run in that background job
+# as soon as it is ready, beside the other two streams: run after the main stream's notebooks,
+# they added 2.6 min at the end of make test, when the second stream had already ended.
 #
 # The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 08 and 09
 # (~5 min of fresh processes and deliberate waits; no speed comparison upset by load), the GPU
@@ -17,8 +17,8 @@
 # beside it upset (a fresh clone here failed that way). The Chinese 00 and 02 run in the main
 # stream in the English ones' place (same code); the English ones in the GPU rehearsals.
 #
-# The background build is stopped if this script fails or is interrupted; its output is in
-# .venv-horovod-setup.log and is printed when it ends.
+# The background jobs are stopped if this script fails or is interrupted; their output is in
+# .test-horovod.log and .test-second-stream.log and is printed when they end.
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
 #   tools/run_tests.sh unit      unit tests only (make test-unit)
@@ -28,7 +28,8 @@
 #   tools/run_tests.sh second     the second stream of `all`: the `beside` unit tests, notebooks 08
 #                                 and 09, GPU rehearsals, Colab rehearsal (COURSE_SOURCE_TREE: the
 #                                 git checkout to clone)
-#   tools/run_tests.sh horovod   build the Horovod environment, then notebook 07 (make test-horovod)
+#   tools/run_tests.sh horovod   build the Horovod environment (at low priority), then notebook 07
+#                                (make test-horovod; under `all`, in the background)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +55,7 @@ mapfile -t FIRST_NBS < <(
         if printf '%s\n' "${ZH_NBS[@]}" | grep -qxF "$zh"; then echo "$zh"; else echo "$nb"; fi
     done
 )
-SETUP_LOG="$ROOT/.venv-horovod-setup.log"
+HOROVOD_LOG="$ROOT/.test-horovod.log"
 SLURM_LOG="$ROOT/.slurm-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
 # The GPU rehearsal (infra/rehearsal.py): the notebooks with a GPU path run once more believing
@@ -75,14 +76,14 @@ mapfile -t THREE_GPU_NBS < <(ls notebooks/{00,02,04,12}_*.ipynb 2>/dev/null)
 RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/course-test-run.XXXXXX")
 chmod 755 "$RUN_TMP"  # munged (notebook 11's Slurm) refuses a socket below a folder closed to others
 export TMPDIR="$RUN_TMP"
-build_pid=""
+horovod_pid=""
 second_pid=""
 SECOND_TREE=""
 stop_build() {
     local pid
-    for pid in "$build_pid" "$second_pid"; do
+    for pid in "$horovod_pid" "$second_pid"; do
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-            echo "run_tests: stopping a background build" >&2
+            echo "run_tests: stopping a background job" >&2
             # its group: once the child has run setsid (a Ctrl-C right after the start can come
             # before that, and the group does not exist yet: then wait a moment and try again)
             local tries=0
@@ -189,9 +190,9 @@ case "$STAGE" in
         ONE_GPU_NBS=("${COLAB_T4_NBS[@]}" "${ONE_GPU_NBS[@]}")
         run_rehearsals
         ;;
-    horovod) # one step after another (make test-horovod)
+    horovod) # one step after another (make test-horovod; the background job of `all`)
         if ((${#HVD_NBS[@]})); then
-            bash tools/setup_horovod.sh || rc=$?
+            nice -n 10 bash tools/setup_horovod.sh || rc=$?
             run_horovod "$rc"
         fi
         ;;
@@ -218,14 +219,14 @@ case "$STAGE" in
         else
             tar -C "$ROOT" --exclude=./.venv --exclude=./.venv-horovod -cf - . | tar -C "$SECOND_TREE" -xf -
         fi
+        rm -rf "$REPORTS"
         if ((${#HVD_NBS[@]})); then
-            echo "run_tests: building the Horovod environment in the background (log: $SETUP_LOG)"
+            echo "run_tests: building the Horovod environment in the background, then notebook 07 in it (log: $HOROVOD_LOG)"
             # setsid: its own process group, so that stop_build reaches the compiler too
-            setsid nice -n 10 bash tools/setup_horovod.sh >"$SETUP_LOG" 2>&1 &
-            build_pid=$!
+            setsid bash tools/run_tests.sh horovod >"$HOROVOD_LOG" 2>&1 &
+            horovod_pid=$!
         fi
         echo "run_tests: notebooks 08, 09, GPU and Colab rehearsals in a second stream, in $SECOND_TREE (log: $SECOND_LOG)"
-        rm -rf "$REPORTS"
         # setsid: its own process group, so that stop_build stops the whole stream
         PYTHONPATH="$SECOND_TREE${PYTHONPATH:+:$PYTHONPATH}" PY="$(realpath -s "$PY")" COURSE_SOURCE_TREE="$ROOT" \
             COURSE_TEST_REPORTS="$REPORTS" \
@@ -246,12 +247,12 @@ case "$STAGE" in
             rc=0
         fi
         run_notebooks "${FIRST_NBS[@]}"
-        if ((${#HVD_NBS[@]})); then
-            echo "run_tests: waiting for the Horovod environment"
-            wait "$build_pid" || rc=$?
-            build_pid=""
-            cat "$SETUP_LOG"
-            run_horovod "$rc"
+        horovod_rc=0
+        if [[ -n "$horovod_pid" ]]; then
+            echo "run_tests: waiting for the Horovod job (its build, then notebook 07)"
+            wait "$horovod_pid" || horovod_rc=$?
+            horovod_pid=""
+            cat "$HOROVOD_LOG"
         fi
         echo "run_tests: waiting for the second stream (notebooks 08, 09, GPU and Colab rehearsals)"
         second_rc=0
@@ -259,6 +260,7 @@ case "$STAGE" in
         second_pid=""
         cat "$SECOND_LOG"
         slot_times
+        ((horovod_rc == 0)) || exit "$horovod_rc"
         exit "$second_rc"
         ;;
     *)
