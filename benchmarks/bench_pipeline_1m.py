@@ -105,9 +105,7 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
 
     def reading() -> int:
         kind, files, _ = _resolve(shards, None)
-        how = _Reading(source=shards, labels=None, fmt=None, split="all", shuffle=True, seed=42, val_fraction=0.1,
-                       split_seed=0, limit_per_class=None, recognized_only=False, strict=False, report=None,
-                       cycle_length=None, pipelines=(1, 0))  # fmt: skip
+        how = _Reading(source=shards, split="all", shuffle=True)  # make_dataset's defaults otherwise
         ds, _ = _batches(kind, files, how, bs, SHUFFLE, repeat=False, drop_remainder=False)
         return sum(int(b[1].shape[0]) for b in ds)
 

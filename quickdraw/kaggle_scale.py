@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from quickdraw.formats import strokes_to_json, write_kaggle_csv
+from quickdraw.formats import strokes_to_json
 from quickdraw.labels import LabelMap
-from quickdraw.synthetic import CLASSES, GENERATOR_VERSION, generate_drawings
+from quickdraw.synthetic import CLASSES, GENERATOR_VERSION, generate_drawings, write_test_set
 
 
 def class_sizes(rows: int, num_classes: int) -> list[int]:
@@ -69,17 +69,8 @@ def write_kaggle_scale(
             for j in range(n):
                 w.writerow(("US", texts[j % len(texts)], base + j, "True", "2017-03-01 00:00:00.00000", word))
     if test_per_class:
-        _write_test(root, classes, test_per_class, seed)
+        write_test_set(root, classes, test_per_class, seed)
     LabelMap(classes).save(root / "labels.json")
     manifest.write_text(json.dumps(want) + "\n", encoding="utf-8")  # last: its presence means complete
     return root
 
-
-def _write_test(root: Path, classes: Sequence[str], per_class: int, seed: int) -> None:
-    """``test_simplified.csv`` (shuffled, no labels) and ``test_solution.csv`` (``key_id,word``)."""
-    test = [d for word in classes for d in generate_drawings(word, per_class, seed=seed, stream=1, key_offset=1)]
-    test = [test[i] for i in np.random.default_rng([seed, 7]).permutation(len(test))]
-    write_kaggle_csv(root / "test_simplified.csv", test, test=True)
-    with open(root / "test_solution.csv", "w", encoding="utf-8") as f:
-        f.write("key_id,word\n")
-        f.writelines(f"{d.key_id},{d.word.replace(' ', '_')}\n" for d in test)

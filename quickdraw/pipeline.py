@@ -318,22 +318,23 @@ def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
 # ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Reading:
-    """What the read stage of :func:`make_dataset` needs: which rows, in which order, for which pipeline."""
+    """What the read stage of :func:`make_dataset` needs: which rows, in which order, for which
+    pipeline (the defaults: :func:`make_dataset`'s)."""
 
     source: Any
-    labels: LabelMap | None
-    fmt: str | None
     split: str
     shuffle: bool
-    seed: int | None
-    val_fraction: float
-    split_seed: int
-    limit_per_class: int | None
-    recognized_only: bool
-    strict: bool
-    report: ReadReport | None
-    cycle_length: int | None
-    pipelines: tuple[int, int]  # (how many input pipelines, this one's id)
+    labels: LabelMap | None = None
+    fmt: str | None = None
+    seed: int | None = 42
+    val_fraction: float = 0.1
+    split_seed: int = 0
+    limit_per_class: int | None = None
+    recognized_only: bool = False
+    strict: bool = False
+    report: ReadReport | None = None
+    cycle_length: int | None = None
+    pipelines: tuple[int, int] = (1, 0)  # (how many input pipelines, this one's id)
 
 
 def make_dataset(
@@ -401,10 +402,13 @@ def make_dataset(
     if image_dtype not in ("float32", "uint8"):
         raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {image_dtype!r}")
     kind, files, _ = _resolve(source, fmt)
+    pipelines = (1, 0)  # (how many input pipelines, this one's id)
+    if input_context is not None:
+        pipelines = (input_context.num_input_pipelines, input_context.input_pipeline_id)
     reading = _Reading(
-        source, labels, fmt, split, split == "train" if shuffle is None else shuffle, seed, val_fraction,
-        split_seed, limit_per_class, recognized_only, strict, report, cycle_length,
-        (1, 0) if input_context is None else (input_context.num_input_pipelines, input_context.input_pipeline_id),
+        source, split, split == "train" if shuffle is None else shuffle, labels=labels, fmt=fmt, seed=seed,
+        val_fraction=val_fraction, split_seed=split_seed, limit_per_class=limit_per_class,
+        recognized_only=recognized_only, strict=strict, report=report, cycle_length=cycle_length, pipelines=pipelines,
     )
     ds, policy = _batches(kind, files, reading, batch_size, shuffle_buffer, repeat, drop_remainder)
     to_images = _image_maker("bitmap" if kind == "npy" else "strokes", augment, seed, image_size, encoding,

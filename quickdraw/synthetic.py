@@ -260,25 +260,28 @@ def generate_builtin(
     root = Path(root)
     (root / "train_simplified").mkdir(parents=True, exist_ok=True)
     counts = {}
-    test: list[Drawing] = []
     for word in classes:
         counts[word] = write_kaggle_csv(
             root / "train_simplified" / f"{word}.csv", generate_drawings(word, per_class, seed=seed)
         )
-        if test_per_class:
-            test.extend(generate_drawings(word, test_per_class, seed=seed, stream=1, key_offset=1))
-    if test:
-        order = np.random.default_rng([seed, 7]).permutation(len(test))
-        test = [test[i] for i in order]
-        write_kaggle_csv(root / "test_simplified.csv", test, test=True)
-        with open(root / "test_solution.csv", "w", encoding="utf-8") as f:
-            f.write("key_id,word\n")
-            for d in test:
-                f.write(f"{d.key_id},{d.word.replace(' ', '_')}\n")
+    tests = write_test_set(root, classes, test_per_class, seed) if test_per_class else 0
     LabelMap(classes).save(root / "labels.json")
-    manifest = _manifest(per_class, test_per_class, classes, seed) | {"counts": counts, "test": len(test)}
+    manifest = _manifest(per_class, test_per_class, classes, seed) | {"counts": counts, "test": tests}
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return root
+
+
+def write_test_set(root: Path, classes: Sequence[str], per_class: int, seed: int) -> int:
+    """Kaggle's test files under ``root``: ``test_simplified.csv`` (doodles of their own, new
+    key_ids, shuffled, no labels) and ``test_solution.csv`` (``key_id,word``); returns how many.
+    Used by :func:`generate_builtin` and :func:`quickdraw.kaggle_scale.write_kaggle_scale`."""
+    test = [d for word in classes for d in generate_drawings(word, per_class, seed=seed, stream=1, key_offset=1)]
+    test = [test[i] for i in np.random.default_rng([seed, 7]).permutation(len(test))]
+    write_kaggle_csv(root / "test_simplified.csv", test, test=True)
+    with open(root / "test_solution.csv", "w", encoding="utf-8") as f:
+        f.write("key_id,word\n")
+        f.writelines(f"{d.key_id},{d.word.replace(' ', '_')}\n" for d in test)
+    return len(test)
 
 
 def _manifest(per_class: int, test_per_class: int, classes: Sequence[str], seed: int) -> dict:
