@@ -79,7 +79,6 @@ def _notebook(path, *cells: str) -> None:
     nbformat.write(nb, path)
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 @pytest.mark.slow
 def test_a_rehearsed_run_reports_the_failing_cell_and_a_hang(tmp_path) -> None:
     """The real command under the one-GPU rehearsal: a notebook that fails on purpose (its assert

@@ -67,7 +67,6 @@ def run(client, code: str, timeout: float = 300) -> dict:
     return reply_to(client, client.execute(code), timeout)
 
 
-@pytest.mark.beside  # make test runs it in the second stream (long)
 def test_interrupted_hang_leaves_no_process_and_no_temp_folder(monkeypatch):
     monkeypatch.setenv("COURSE_SMOKE", "1")
     cells = code_cells()

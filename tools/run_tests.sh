@@ -8,7 +8,7 @@
 # as soon as it is ready, beside the other two streams: run after the main stream's notebooks,
 # they added 2.6 min at the end of make test, when the second stream had already ended.
 #
-# The unit tests marked `beside` (training runs, a rehearsed notebook: ~4 min), notebooks 08 and 09
+# The unit tests marked `beside` (training runs: ~3 min), notebooks 08 and 09
 # (~5 min of fresh processes and deliberate waits; no speed comparison upset by load), the GPU
 # rehearsals and the Colab rehearsal run as a second stream beside them, in a copy of the working
 # tree (its own build/, data/, images/ and programs/; PYTHONPATH makes its notebooks and workers
