@@ -19,7 +19,7 @@ VENV="${COLAB_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-distributed-course/venv-
 [[ "$VENV" == /* ]] || VENV="$ROOT/$VENV"
 REQ="$ROOT/tools/colab-runtime.txt"
 STAMP="$VENV/.course-colab-stamp"
-LOG="$ROOT/.venv-colab-setup.log"
+LOG="$ROOT/.venv-colab-pip.log"  # pip's own log: make test sends this script's output to .venv-colab-setup.log
 fail() { echo "setup_colab_env: $2" >&2; exit "$1"; }
 
 is_313() { [[ -n "$1" ]] && "$1" -c 'import sys; assert sys.version_info[:2] == (3, 13)' >/dev/null 2>&1; }
