@@ -54,7 +54,8 @@ def main() -> None:
         batch = context.get_per_replica_batch_size(global_batch)
         ds = tf.data.Dataset.from_tensor_slices((train.x, train.y))
         ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)  # this worker's part
-        return ds.shuffle(len(train), seed=42).batch(batch, drop_remainder=True)
+        # repeated: the loop below takes `steps` batches an epoch from one iterator (a new order every pass)
+        return ds.shuffle(len(train), seed=42).batch(batch, drop_remainder=True).repeat()
 
     train_dist = strategy.distribute_datasets_from_function(dataset_fn)
 
@@ -82,8 +83,9 @@ def main() -> None:
     steps = len(train) // global_batch
     history: dict[str, list[float]] = {"loss": [], "accuracy": []}
     epoch_seconds: list[float] = []  # per worker (not in history: notebook 05 compares histories)
+    # one iterator for every epoch: freeing one that a tf.function has read can stall (notebook 08 §3)
+    iterator = iter(train_dist)
     for epoch in range(args.epochs):
-        iterator = iter(train_dist)
         total = 0.0
         start = time.perf_counter()
         for _ in range(steps):
