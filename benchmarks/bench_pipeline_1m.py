@@ -29,8 +29,9 @@ per CPU-second of this process and its worker processes):
 
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
 batch, per core >= 0.8x the renderer's render-only rate) as met or not, judged by the median of
-``--pairs`` ratios, the renderer and ``--pair-drawings`` of the pipeline measured one right after
-the other (single runs on a shared machine vary more than the gap to the goal), and an **estimate**
+``--pairs`` ratios, the renderer and ``--pair-drawings`` of the pipeline in its steady state (its
+start not timed) measured one right after the other (single runs on a shared machine vary more
+than the gap to the goal), and an **estimate**
 (no GPU was measured) of the CPU cores that would feed one NVIDIA T4 at its peak rate with
 the default model (MobileNet, alpha 1, 64x64), from published counts: MobileNet-224 takes
 569 million multiply-adds a forward pass (Howard et al. 2017, arXiv:1704.04861, Table 8),
@@ -54,6 +55,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -62,6 +64,7 @@ import numpy as np
 
 import quickdraw as qd
 from quickdraw.kaggle_scale import write_kaggle_scale
+from quickdraw.pipeline import _drawings_per_call
 from quickdraw.render import reference_kernel_render, render_points_batch
 from quickdraw.shards import BLOCK_SIZE
 from utils.config import DATA_DIR
@@ -97,8 +100,8 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
     """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s own
     read, shuffle, batch, ``parse_example`` and rebatch: :func:`quickdraw.pipeline._batches`,
     with the settings of the pipeline measured, nothing drawn) over every row, and the
-    renderer in two threads at once, as the pipeline's parallel map runs it (the threads
-    share Python's lock)."""
+    renderer in two threads at once, as the pipeline's parallel map runs it (as many drawings
+    a call; the threads share Python's lock)."""
     import threading
 
     from quickdraw.pipeline import _batches, _Reading, _resolve
@@ -109,9 +112,11 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
         ds, _ = _batches(kind, files, how, bs, SHUFFLE, repeat=False, drop_remainder=False)
         return sum(int(b[1].shape[0]) for b in ds)
 
+    per_call = _drawings_per_call(bs, size * size)  # as the pipeline's render calls (uint8, 1 channel)
+
     def draw(part: list) -> None:
-        for i in range(0, len(part), bs):
-            chunk = part[i : i + bs]
+        for i in range(0, len(part), per_call):
+            chunk = part[i : i + per_call]
             render_points_batch([p for p, _ in chunk], [e for _, e in chunk], size, encoding="order")
 
     def two_threads() -> int:
@@ -126,7 +131,37 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
             ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
 
 
-def paired_ratios(render_only: Callable[[], int], pipeline_part: Callable[[], int], pairs: int) -> list[float]:
+def settle(window: float = 0.2, idle: float = 0.05, limit: float = 10.0) -> None:
+    """Wait until this process uses less than ``idle`` of a core (a stopped pipeline's threads
+    finishing the calls under way), at most ``limit`` seconds: the next measurement must not
+    pay for them."""
+    end = time.perf_counter() + limit
+    while time.perf_counter() < end:
+        c = cpu_seconds()
+        time.sleep(window)
+        if cpu_seconds() - c < idle * window:
+            return
+
+
+def steady_rate(dataset: Callable[[], Any], warm_batches: int, batches: int) -> float:
+    """Drawings per CPU-second of a pipeline in its steady state: a new iterator, its start and
+    first ``warm_batches`` not timed, then ``batches`` timed (the work done ahead, prefetched
+    batches and render calls in flight, is about the same at both ends of the timed stretch),
+    then the iterator stopped and the process left to go idle."""
+    it = iter(dataset())
+    for _ in range(warm_batches):
+        next(it)
+
+    def timed_batches() -> int:
+        return sum(int(next(it)[1].shape[0]) for _ in range(batches))
+
+    rate = timed(timed_batches)[1]
+    it = None  # stops the pipeline
+    settle()
+    return rate
+
+
+def paired_ratios(render_only: Callable[[], int], pipeline_rate: Callable[[], float], pairs: int) -> list[float]:
     """The goal's ratio (pipeline per core / render-only per core) measured ``pairs`` times, the
     two one right after the other: on this shared virtual machine single runs of the same
     pipeline in one process varied from 27,000 to 41,000 drawings per core (the neighbours'
@@ -134,7 +169,7 @@ def paired_ratios(render_only: Callable[[], int], pipeline_part: Callable[[], in
     ratios = []
     for _ in range(pairs):
         render = timed(render_only)[1]
-        ratios.append(timed(pipeline_part)[1] / render)
+        ratios.append(pipeline_rate() / render)
     return ratios
 
 
@@ -273,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
                  *shard_parts(shards, parsed, size, bs)]  # fmt: skip
         batches = -(-args.pair_drawings // bs)
 
-        def pipeline_part() -> int:
-            return sum(int(b[1].shape[0]) for b in qd.make_dataset(shards, **common).take(batches))
+        warm = 2 * _drawings_per_call(bs, size * size) // bs  # the start and two render calls
+
+        def pipeline_part() -> float:
+            return steady_rate(lambda: qd.make_dataset(shards, **common, repeat=True), warm, batches)
 
         def render_repeated() -> int:  # as many drawings as a pipeline part, the same ones again
             return sum(render_only() for _ in range(max(1, args.pair_drawings // len(parsed))))
@@ -291,8 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, wall, per_core in parts:
         print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
     us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
-    print(f"\nCPU per drawing: render alone {us[0]:.1f} us, in 2 threads {us[1]:.1f} us; reading stages {us[2]:.1f} us; "
-          f"shard pipeline {us[3]:.1f} us, of which {us[3] - us[1] - us[2]:.1f} us neither (hand-overs); "
+    print(f"\nCPU per drawing: render alone {us[0]:.1f} us (in 2 threads at once {us[1]:.1f} us); reading stages "
+          f"{us[2]:.1f} us; shard pipeline {us[3]:.1f} us, {us[3] - us[0] - us[2]:+.1f} us beyond render alone + reading "
+          f"(hand-overs between stages, the render threads' contention for Python's lock); "
           f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "

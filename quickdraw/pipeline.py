@@ -6,13 +6,14 @@
 
     per-class files (TextLineDataset each, interleaved round-robin) --> batches of lines
       --> parse + validate + split by key_id (NumPy function, parallel map) --> unbatch
-      --> shuffle --> batch --> render (OpenCV, parallel map) --> prefetch
+      --> shuffle --> batch --> render (OpenCV, parallel map) --> rebatch --> prefetch
 
 or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards` (each record a
 block of drawings), ``TFRecordDataset`` (files interleaved by one thread) --> shuffle blocks
---> batch blocks --> parse them (``parse_example``) --> rebatch to exactly ``batch_size``
-drawings --> render --> prefetch (no Python parsing at all; every per-record cost paid once
-per block);
+--> batch blocks --> parse them (``parse_example``) --> render --> rebatch to exactly
+``batch_size`` drawings --> prefetch (no Python parsing at all; every per-record cost paid
+once per block). The render map draws several batches a call (:data:`RENDER_CALL_DRAWINGS`),
+which ``rebatch`` cuts into batches again, in the same order;
 ``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
 Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
 breaks inside fields). A :class:`~quickdraw.formats.ReadReport` counts each pass
@@ -391,8 +392,8 @@ def make_dataset(
     batch is four times the bytes, and in issue 33's runs making it cost the shard pipeline
     0.1-10 µs more CPU per drawing at 64 px).
 
-    The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`)
-    → prefetch. TFRecord shards hold blocks of drawings; shards of an older format (one
+    The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`,
+    several batches a call) → rebatch → prefetch. TFRecord shards hold blocks of drawings; shards of an older format (one
     drawing per record) raise ``ValueError`` (:func:`quickdraw.shards.shard_block_size`).
     """
     import tensorflow as tf
@@ -410,24 +411,50 @@ def make_dataset(
         val_fraction=val_fraction, split_seed=split_seed, limit_per_class=limit_per_class,
         recognized_only=recognized_only, strict=strict, report=report, cycle_length=cycle_length, pipelines=pipelines,
     )
-    ds, policy = _batches(kind, files, reading, batch_size, shuffle_buffer, repeat, drop_remainder)
+    shape = [None, image_size, image_size, channels_of(encoding)]  # batches of several sizes until rebatched
+    out_type = tf.float32 if image_dtype == "float32" else tf.uint8
+    per_call = batch_size if augment else _drawings_per_call(batch_size, image_size * image_size * shape[3] * out_type.size)
+    ds, policy = _batches(kind, files, reading, per_call, shuffle_buffer, repeat, drop_remainder and per_call == batch_size)
     to_images = _image_maker("bitmap" if kind == "npy" else "strokes", augment, seed, image_size, encoding,
                              layout, line_width, unit_float=image_dtype == "float32")  # fmt: skip
-    shape = [batch_size if drop_remainder else None, image_size, image_size, channels_of(encoding)]
-    out_type = tf.float32 if image_dtype == "float32" else tf.uint8
 
     def render_map(data: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
-        img = tf.ensure_shape(tf.numpy_function(to_images, [data], out_type, stateful=bool(augment)), shape)
-        label, key = tf.ensure_shape(label, shape[:1]), tf.ensure_shape(key, shape[:1])
+        return tf.numpy_function(to_images, [data], out_type, stateful=bool(augment)), label, key
+
+    def batch_shapes(img: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
+        img = tf.ensure_shape(img, [batch_size if drop_remainder else None, *shape[1:]])
+        label, key = tf.ensure_shape(label, img.shape[:1]), tf.ensure_shape(key, img.shape[:1])
         return (img, label, key) if with_key_id else (img, label)
 
     parallel = num_parallel_calls or tf.data.AUTOTUNE
-    ds = ds.map(render_map, num_parallel_calls=parallel, deterministic=deterministic).prefetch(tf.data.AUTOTUNE)
+    ds = ds.map(render_map, num_parallel_calls=parallel, deterministic=deterministic)
+    if per_call != batch_size:  # the same drawings in the same order as batches drawn one by one
+        ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
+    # a map after the rebatch: DATA auto-sharding takes a rebatch right before the prefetch for
+    # tf.distribute's own and rewrites it to split every batch by the replicas (auto_shard.cc,
+    # RewriteRebatchV2ToV1)
+    ds = ds.map(batch_shapes).prefetch(tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = policy
     if seed is not None and deterministic:
         options.deterministic = True
     return ds.with_options(options)
+
+
+# How many drawings one call of the render function draws: every call of a tf.numpy_function
+# has a fixed cost in the map (issue 33's runs: about 0.7 ms per call, the shard pipeline's
+# CPU per drawing 11.4-11.7 us at 256 drawings a call, 8.7-9.0 at 4,096, against 6.9-7.0 us
+# for the renderer alone), so the render map draws several batches at once and ``rebatch``
+# cuts them into batches again; the bytes bound keeps one call's images to tens of MB.
+RENDER_CALL_DRAWINGS = 8192
+RENDER_CALL_BYTES = 32 << 20
+
+
+def _drawings_per_call(batch_size: int, image_bytes: int) -> int:
+    """The drawings of one render call: a whole number of batches, at most
+    :data:`RENDER_CALL_DRAWINGS` and :data:`RENDER_CALL_BYTES` of images, at least one batch."""
+    cap = min(RENDER_CALL_DRAWINGS, RENDER_CALL_BYTES // max(1, image_bytes))
+    return batch_size * max(1, cap // batch_size)
 
 
 def _batches(

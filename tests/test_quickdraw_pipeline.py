@@ -486,3 +486,28 @@ def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path)
     assert all(np.array_equal(a, b) for a, b in zip(val[1] + val[2], yu + ku, strict=True))
     with pytest.raises(ValueError, match="image_dtype"):
         make_dataset(tmp_path / "s", image_dtype="float16")
+
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_several_batches_per_render_call_give_the_same_batches(builtin: Path, tmp_path, monkeypatch, drop_remainder) -> None:
+    """The render map draws several batches a call and ``rebatch`` cuts them again: the
+    batches (images, labels, key_ids, shapes) are exactly those of one batch a call, on the
+    class files and on shards, with a partial call at the end."""
+    from quickdraw import pipeline
+    from quickdraw.shards import write_shards
+
+    write_shards(builtin, tmp_path / "s", num_shards=2, progress=False, block_size=4)
+    kwargs = dict(split="train", image_size=16, batch_size=6, with_key_id=True, drop_remainder=drop_remainder)
+
+    def batches(source: Path, per_call: int) -> list[tuple[np.ndarray, ...]]:
+        monkeypatch.setattr(pipeline, "RENDER_CALL_DRAWINGS", per_call)
+        ds = pipeline.make_dataset(source, **kwargs)
+        return [tuple(t.numpy() for t in b) for b in ds], ds.element_spec[0].shape
+
+    for source in (tmp_path / "s", builtin):
+        one_a_call, one_spec = batches(source, 1)
+        several, spec = batches(source, 6 * 7)
+        assert len(one_a_call) == len(several) > 7  # more than one call, the last one partial
+        assert spec == one_spec == ([6] if drop_remainder else [None]) + [16, 16, 1]
+        for a, b in zip(one_a_call, several, strict=True):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
