@@ -60,7 +60,7 @@ from quickdraw.formats import (
     read_npy_bitmaps,
 )
 from quickdraw.labels import LabelMap, google_name
-from quickdraw.render import channels_of, render_batch, render_packed_batch
+from quickdraw.render import channels_of, render_batch, render_packed_batch, render_packed_blocks
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -93,6 +93,9 @@ def _in_split(key_id: int, split: str, val_fraction: float, seed: int) -> bool:
 # ------------------------------------------------------------------------------------
 # Packing strokes into one string tensor
 # ------------------------------------------------------------------------------------
+POINT_BYTES = 16  # a packed point: float32 x, y, t, stroke index
+
+
 def pack_strokes(strokes: Sequence[np.ndarray]) -> bytes:
     """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent).
 
@@ -117,10 +120,11 @@ def unpack_strokes(data: bytes) -> list[np.ndarray]:
     return [p[:, :cols] for p in np.split(a, cuts)]
 
 
-def _render_packed_batch(
-    packed: np.ndarray, size: int, encoding: str, layout: str, line_width: float | None
-) -> np.ndarray:
-    return render_packed_batch(list(packed), size, encoding=encoding, layout=layout, line_width=line_width)
+def _block_drawings(blocks: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """Shard blocks (:func:`_parse_blocks`) -> the packed strokes of each drawing."""
+    data = b"".join(blocks.tolist())
+    ends = np.cumsum(np.asarray(lengths, np.int64) * POINT_BYTES).tolist()
+    return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _resize_bitmap_batch(raw: np.ndarray, size: int, nch: int) -> np.ndarray:
@@ -413,13 +417,17 @@ def make_dataset(
     )
     shape = [None, image_size, image_size, channels_of(encoding)]  # batches of several sizes until rebatched
     out_type = tf.float32 if image_dtype == "float32" else tf.uint8
-    per_call = batch_size if augment else _drawings_per_call(batch_size, image_size * image_size * shape[3] * out_type.size)
-    ds, policy = _batches(kind, files, reading, per_call, shuffle_buffer, repeat, drop_remainder and per_call == batch_size)
-    to_images = _image_maker("bitmap" if kind == "npy" else "strokes", augment, seed, image_size, encoding,
-                             layout, line_width, unit_float=image_dtype == "float32")  # fmt: skip
+    image_bytes = image_size * image_size * shape[3] * out_type.size
+    per_call = batch_size if augment else _drawings_per_call(batch_size, image_bytes)
+    rebatch = kind == "tfrecord" or per_call != batch_size  # shards come in whole blocks
+    ds, policy = _batches(kind, files, reading, per_call, shuffle_buffer, repeat, drop_remainder and not rebatch)
+    payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
+    to_images = _image_maker(payload, augment, seed, image_size, encoding, layout, line_width,
+                             unit_float=image_dtype == "float32")  # fmt: skip
 
-    def render_map(data: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
-        return tf.numpy_function(to_images, [data], out_type, stateful=bool(augment)), label, key
+    def render_map(data: tf.Tensor | tuple[tf.Tensor, tf.Tensor], label: tf.Tensor, key: tf.Tensor):
+        inputs = list(data) if isinstance(data, tuple) else [data]  # blocks: (points, lengths)
+        return tf.numpy_function(to_images, inputs, out_type, stateful=bool(augment)), label, key
 
     def batch_shapes(img: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
         img = tf.ensure_shape(img, [batch_size if drop_remainder else None, *shape[1:]])
@@ -428,7 +436,7 @@ def make_dataset(
 
     parallel = num_parallel_calls or tf.data.AUTOTUNE
     ds = ds.map(render_map, num_parallel_calls=parallel, deterministic=deterministic)
-    if per_call != batch_size:  # the same drawings in the same order as batches drawn one by one
+    if rebatch:  # the same drawings in the same order as batches drawn one by one
         ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
     # a map after the rebatch: DATA auto-sharding takes a rebatch right before the prefetch for
     # tf.distribute's own and rewrites it to split every batch by the replicas (auto_shard.cc,
@@ -463,9 +471,10 @@ def _batches(
 ) -> tuple[tf.data.Dataset, Any]:
     """The stages of :func:`make_dataset` before the drawing: batches of ``(packed strokes or
     bitmaps, labels, key_ids)`` of ``batch_size`` rows, and the auto-shard policy. Shards are
-    shuffled and batched as blocks (the shuffle buffer in blocks: ``shuffle_buffer // block``),
-    parsed a batch of blocks at once, then cut into batches of exactly ``batch_size``
-    drawings (``rebatch``: one copy, no per-drawing tf.data element)."""
+    shuffled and batched as blocks (the shuffle buffer in blocks: ``shuffle_buffer // block``)
+    and parsed a batch of blocks at once: ``((points, lengths), labels, key_ids)`` of whole
+    blocks, ``batch_size // block`` of them (at least one; :func:`_parse_blocks`), cut into
+    batches of exactly ``batch_size`` drawings only once drawn (``rebatch``)."""
     if kind == "tfrecord":
         from quickdraw.shards import shard_block_size
 
@@ -481,8 +490,7 @@ def _batches(
         ds = ds.repeat()
     if kind != "tfrecord":
         return ds.batch(batch_size, drop_remainder=drop_remainder), policy
-    ds = _parse_blocks(ds.batch(max(1, batch_size // block)))
-    return ds.rebatch(batch_size, drop_remainder=drop_remainder), policy
+    return _parse_blocks(ds.batch(max(1, batch_size // block))), policy
 
 
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
@@ -506,20 +514,23 @@ def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
 
 def _parse_blocks(ds: tf.data.Dataset) -> tf.data.Dataset:
-    """Batches of serialized blocks → ``(packed strokes, labels, key_ids)``, the drawings of
-    all the batch's blocks in a row (``parse_example`` on the batch at once; a sequential map,
+    """Batches of serialized blocks → ``((points, lengths), labels, key_ids)``: the blocks'
+    packed strokes (a string each), the points of each of their drawings, and the drawings'
+    labels and key_ids in a row (``parse_example`` on the batch at once; a sequential map,
     run by the thread that asks for the next element: no hand-off between threads)."""
     import tensorflow as tf
 
     spec = {
-        "drawings": tf.io.RaggedFeature(tf.string),
+        "points": tf.io.FixedLenFeature([], tf.string),
+        "lengths": tf.io.RaggedFeature(tf.int64),
         "labels": tf.io.RaggedFeature(tf.int64),
         "key_ids": tf.io.RaggedFeature(tf.int64),
     }
 
-    def parse(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    def parse(x: tf.Tensor) -> tuple[tuple[tf.Tensor, tf.Tensor], tf.Tensor, tf.Tensor]:
         e = tf.io.parse_example(x, spec)
-        return e["drawings"].flat_values, tf.cast(e["labels"].flat_values, tf.int32), e["key_ids"].flat_values
+        blocks = (e["points"], e["lengths"].flat_values)
+        return blocks, tf.cast(e["labels"].flat_values, tf.int32), e["key_ids"].flat_values
 
     return ds.map(parse)
 
@@ -585,16 +596,18 @@ def _image_maker(
     payload: str, augment: bool | Mapping[str, float], seed: int | None, image_size: int, encoding: str,
     layout: str, line_width: float | None, unit_float: bool = True,
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """The NumPy function that turns a batch of packed strokes (rendered, redrawn first when
-    ``augment``) or of bitmaps (resized) into ``float32`` images in [0, 1] (:func:`_unit_float`),
-    or the ``uint8`` images themselves (``unit_float=False``)."""
+    """The NumPy function that turns a batch of packed strokes (``payload="strokes"``), of
+    shard blocks (``"blocks"``: two arguments, the blocks and their drawings' lengths) - both
+    rendered, redrawn first when ``augment`` - or of bitmaps (``"bitmaps"``, resized) into
+    ``float32`` images in [0, 1] (:func:`_unit_float`), or the ``uint8`` images themselves
+    (``unit_float=False``)."""
     import cv2
 
     # One OpenCV thread per call: tf.data already draws batches in parallel, and OpenCV's own
     # pool inside each call cost more than it gave (render CPU per drawing 27 against 15 µs)
     cv2.setNumThreads(1)
     to_uint8 = _uint8_image_maker(payload, augment, seed, image_size, encoding, layout, line_width)
-    return (lambda b: _unit_float(to_uint8(b))) if unit_float else to_uint8
+    return (lambda *batch: _unit_float(to_uint8(*batch))) if unit_float else to_uint8
 
 
 _INV255 = np.float32(1.0 / 255.0)  # the float32 constant of tf.cast(img, tf.float32) * (1.0 / 255.0)
@@ -620,18 +633,22 @@ def _uint8_image_maker(
     """The ``uint8`` images of :func:`_image_maker`."""
     hand = {} if augment is True else dict(augment or {})
     if augment:
-        if payload != "strokes":
+        if payload == "bitmaps":
             raise ValueError("augment redraws strokes: numpy bitmaps carry none")
         augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
         rng = np.random.default_rng(seed)
 
-        def redrawn(b: np.ndarray) -> np.ndarray:
-            drawings = augment_strokes([unpack_strokes(d) for d in b], rng, **hand)
+        def redrawn(*batch: np.ndarray) -> np.ndarray:
+            packed = _block_drawings(*batch) if payload == "blocks" else batch[0]
+            drawings = augment_strokes([unpack_strokes(d) for d in packed], rng, **hand)
             return render_batch(drawings, image_size, encoding=encoding, layout=layout, line_width=line_width)
 
         return redrawn
+    style = dict(encoding=encoding, layout=layout, line_width=line_width)
     if payload == "strokes":
-        return lambda b: _render_packed_batch(b, image_size, encoding, layout, line_width)
+        return lambda packed: render_packed_batch(list(packed), image_size, **style)
+    if payload == "blocks":
+        return lambda blocks, lengths: render_packed_blocks(blocks.tolist(), lengths, image_size, **style)
     if encoding != "plain":
         raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
     nch = channels_of(encoding)

@@ -180,10 +180,24 @@ def render_batch(drawings: Sequence[Sequence[np.ndarray]], size: int = 64, **kwa
 def render_packed_batch(packed: Sequence[bytes], size: int = 64, **kwargs: object) -> np.ndarray:
     """Render drawings packed by :func:`quickdraw.pipeline.pack_strokes` (float32 rows
     ``x, y, t, stroke``; ``t`` < 0 when there are no times), all at once: what
-    ``make_dataset`` calls for every batch. Same options and results as :func:`render`."""
-    a = np.frombuffer(b"".join(packed), np.float32).reshape(-1, 4)
+    ``make_dataset`` calls for every batch read from class files. Same options and results
+    as :func:`render`."""
     lengths = np.fromiter((len(d) // 16 for d in packed), np.int64, len(packed))
-    draw_off = np.zeros(len(packed) + 1, np.int64)
+    return render_packed_blocks([b"".join(packed)], lengths, size, **kwargs)
+
+
+def render_packed_blocks(
+    blocks: Sequence[bytes], lengths: np.ndarray, size: int = 64, **kwargs: object
+) -> np.ndarray:
+    """Render the drawings of blocks read from TFRecord shards (:mod:`quickdraw.shards`): each
+    block the packed drawings end to end, ``lengths`` the points of every drawing of every
+    block, in order. What ``make_dataset`` calls for a batch of blocks; the same images as
+    :func:`render_packed_batch` of the drawings one by one."""
+    a = np.frombuffer(b"".join(blocks), np.float32).reshape(-1, 4)
+    lengths = np.asarray(lengths, np.int64)
+    if int(lengths.sum()) != len(a):
+        raise ValueError(f"the blocks hold {len(a)} points, their drawings' lengths add up to {int(lengths.sum())}")
+    draw_off = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=draw_off[1:])
     # a new stroke where the stroke number changes or a new drawing begins
     new = np.zeros(len(a), bool)

@@ -23,11 +23,12 @@ Training then reads the shards without any Python parsing (``TFRecordDataset``).
 FILE``: each worker of a multi-worker job reads its own files, so write at least as many
 shards as there will be workers. ``scripts/train_quickdraw.py`` writes them itself, once,
 before training (its default input). Each record (a ``tf.train.Example``) is one block:
-``drawings`` (a list of strokes packed by :func:`quickdraw.pipeline.pack_strokes`),
-``labels`` and ``key_ids`` (lists of as many int64). Reading then pays each per-record cost
-(the record's checksum and framing, the shuffle buffer, the hand-offs between tf.data
-stages, the parse call) once per block, not once per drawing (issue 33: those costs were a
-third of the pipeline's time). The manifest records ``format`` (:data:`SHARD_FORMAT`);
+``points`` (one string: the block's drawings packed by :func:`quickdraw.pipeline.pack_strokes`,
+end to end), ``lengths`` (points per drawing), ``labels`` and ``key_ids`` (lists of as many
+int64). Reading then pays each per-record cost (the record's checksum and framing, the shuffle
+buffer, the hand-offs between tf.data stages, the parse call) once per block, not once per
+drawing (issue 33: those costs were a third of the pipeline's time), and a batch of blocks
+reaches the renderer as a few strings, not one Python object per drawing. The manifest records ``format`` (:data:`SHARD_FORMAT`);
 shards of an older format are rewritten by :func:`ensure_shards` and refused, with the way
 out, by ``make_dataset`` (:func:`shard_block_size`).
 Used in notebooks 06 and 08 and the benchmarks (``bench_pipeline*.py``).
@@ -48,9 +49,9 @@ import numpy as np
 
 from quickdraw.formats import ReadReport
 from quickdraw.labels import LabelMap
-from quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
+from quickdraw.pipeline import POINT_BYTES, _resolve, iter_examples, pack_strokes, resolve_labels, split_of
 
-SHARD_FORMAT = 2  # 1: one drawing per record (before issue 33's blocks); 2: blocks of drawings
+SHARD_FORMAT = 3  # 1: one drawing per record; 2: blocks, a string per drawing; 3: blocks, one string
 BLOCK_SIZE = 64  # drawings per record by default (see docs/capstone.md for the measured choice)
 
 
@@ -72,11 +73,13 @@ def _example(packed: bytes, label: int, key_id: int) -> bytes:
 
 
 def _block(packed: Sequence[bytes], labels: np.ndarray, key_ids: np.ndarray) -> bytes:
-    """Drawings as one record of a shard (format 2): ``drawings``, ``labels``, ``key_ids``."""
+    """Drawings as one record of a shard (format 3): ``points`` (their packed strokes end to
+    end, one string), ``lengths`` (points per drawing), ``labels``, ``key_ids``."""
     import tensorflow as tf
 
     feature = {
-        "drawings": tf.train.Feature(bytes_list=tf.train.BytesList(value=list(packed))),
+        "points": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"".join(packed)])),
+        "lengths": tf.train.Feature(int64_list=tf.train.Int64List(value=[len(d) // POINT_BYTES for d in packed])),
         "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=labels.tolist())),
         "key_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=key_ids.tolist())),
     }
@@ -246,15 +249,16 @@ def shard_block_size(files: Sequence[str | Path]) -> int:
             record = fh.read(struct.unpack("<Q", head[:8])[0])
         feature = example_pb2.Example.FromString(record).features.feature
         keys = set(feature)
-        if {"drawings", "labels", "key_ids"} <= keys:
+        if {"points", "lengths", "labels", "key_ids"} <= keys:
             return len(feature["labels"].int64_list.value)
-        if "drawing" in keys:
-            raise ValueError(
-                f"{f} holds one drawing per record: shards of format 1, written before the shards held blocks "
-                f"of drawings; this version reads format {SHARD_FORMAT}. Write them again: "
-                "quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
-                "(or delete the folder and call quickdraw.write_shards)"
-            )
+        older = {"drawing": "1 (one drawing per record)", "drawings": "2 (blocks with a string per drawing)"}
+        for key, what in older.items():
+            if key in keys:
+                raise ValueError(
+                    f"{f} holds shards of format {what}; this version reads format {SHARD_FORMAT}. Write them "
+                    "again: quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
+                    "(or delete the folder and call quickdraw.write_shards)"
+                )
         raise ValueError(f"{f}: records with features {sorted(keys)} are not Quick, Draw! shards")
     return 1  # no drawings at all: any block size reads them
 

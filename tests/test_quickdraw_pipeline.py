@@ -148,8 +148,9 @@ def test_make_dataset_options(builtin: Path) -> None:
 
 
 @pytestmark_tf
-def test_make_dataset_augment_redraws_every_pass(builtin: Path) -> None:
+def test_make_dataset_augment_redraws_every_pass(builtin: Path, tmp_path) -> None:
     from quickdraw.pipeline import make_dataset
+    from quickdraw.shards import write_shards
 
     args = dict(split="train", image_size=32, batch_size=64, shuffle=False, limit_per_class=10)
 
@@ -170,6 +171,14 @@ def test_make_dataset_augment_redraws_every_pass(builtin: Path) -> None:
     # a random hand changes the pictures, and a second pass draws them anew
     assert float(np.abs(first - plain).mean()) > 5 * control + 0.01
     assert float(np.abs(second - first).mean()) > 5 * control + 0.01
+    # the same from shards, whose blocks reach the hand as one string each
+    write_shards(builtin, tmp_path / "s", num_shards=1, progress=False, limit_per_class=10)
+    from_shards = {**args, "limit_per_class": None}
+    shard_plain, _ = images_and_labels(make_dataset(tmp_path / "s", **from_shards))
+    shard_still, _ = images_and_labels(make_dataset(tmp_path / "s", augment=no_hand, **from_shards))
+    shard_redrawn, _ = images_and_labels(make_dataset(tmp_path / "s", augment=True, **from_shards))
+    assert float(np.abs(shard_still - shard_plain).mean()) < 0.005
+    assert float(np.abs(shard_redrawn - shard_plain).mean()) > 5 * control + 0.01
     with pytest.raises(ValueError, match="bitmaps"):
         make_dataset(FIX / "google" / "numpy_bitmap", split="all", augment=True)
     with pytest.raises(TypeError):
@@ -356,6 +365,31 @@ def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, t
         write_shards(KAGGLE, tmp_path / "strict", num_shards=1, progress=False, workers=2, strict=True)
 
 
+def _rewrite_in_older_format(path: Path, old_format: int) -> None:
+    """A shard file of blocks (format 3) rewritten as format 1 (one drawing per record) or
+    2 (blocks holding a string per drawing), as earlier versions wrote them."""
+    import tensorflow as tf
+
+    from quickdraw.pipeline import POINT_BYTES
+    from quickdraw.shards import _example
+
+    blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(path))]
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for b in blocks:
+            data = b["points"].bytes_list.value[0]
+            ends = (np.cumsum(b["lengths"].int64_list.value, dtype=np.int64) * POINT_BYTES).tolist()
+            drawings = [data[a:e] for a, e in zip([0, *ends[:-1]], ends, strict=True)]
+            labels, keys = b["labels"].int64_list.value, b["key_ids"].int64_list.value
+            if old_format == 1:
+                for d, y, k in zip(drawings, labels, keys, strict=True):
+                    w.write(_example(d, y, k))
+                continue
+            feature = {"drawings": tf.train.Feature(bytes_list=tf.train.BytesList(value=drawings)),
+                       "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=labels)),
+                       "key_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=keys))}  # fmt: skip
+            w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
 @pytestmark_tf
 def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     """Each shard holds each class's share to within one drawing (read back from the files),
@@ -367,7 +401,7 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     import tensorflow as tf
 
     from quickdraw.kaggle_scale import write_kaggle_scale
-    from quickdraw.shards import _example, ensure_shards
+    from quickdraw.shards import ensure_shards
 
     src = write_kaggle_scale(tmp_path / "src", 1000, classes=["circle", "square", "star"], pool=20)
     manifest, written = ensure_shards(src, tmp_path / "s", num_shards=4, progress=False)
@@ -389,22 +423,19 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     assert ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, write=False)[0] == changed
     with pytest.raises(TimeoutError):
         ensure_shards(src, tmp_path / "s", num_shards=3, write=False, wait_seconds=0.2)
-    # shards of format 1 (one drawing per record, before the blocks): refused by make_dataset
-    # with the way out, written again by ensure_shards (their manifest has no format)
-    for name in changed["files"]["train"] + changed["files"]["val"]:
-        f = tmp_path / "s" / name
-        blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(f))]
-        with tf.io.TFRecordWriter(str(f)) as w:
-            for b in blocks:
-                for d, y, k in zip(b["drawings"].bytes_list.value, b["labels"].int64_list.value,
-                                   b["key_ids"].int64_list.value, strict=True):  # fmt: skip
-                    w.write(_example(d, y, k))
-    old = {k: v for k, v in changed.items() if k not in ("format", "block_size")}
-    (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
-    with pytest.raises(ValueError, match="one drawing per record.*ensure_shards"):
-        make_dataset(tmp_path / "s", split="train")
-    again, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
-    assert written and again == changed
+    # shards of format 1 (one drawing per record) and 2 (blocks, a string per drawing): refused
+    # by make_dataset with the way out, written again by ensure_shards (their manifest's format)
+    for old_format in (1, 2):
+        for name in changed["files"]["train"] + changed["files"]["val"]:
+            _rewrite_in_older_format(tmp_path / "s" / name, old_format)
+        old = {k: v for k, v in changed.items() if k not in ("format", "block_size")}
+        if old_format == 2:
+            old |= {"format": 2, "block_size": changed["block_size"]}
+        (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
+        with pytest.raises(ValueError, match=f"format {old_format} .*ensure_shards"):
+            make_dataset(tmp_path / "s", split="train")
+        again, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
+        assert written and again == changed
     (tmp_path / "s" / "manifest.json").unlink()  # without it, the drawings are counted in the blocks
     assert count_examples(tmp_path / "s", split="train", val_fraction=0.2) == changed["counts"]["train"]
 

@@ -27,7 +27,7 @@ def test_shape_dtype_range(size: int, encoding: str, channels: int) -> None:
 
 def test_input_forms_agree() -> None:
     from quickdraw.pipeline import pack_strokes
-    from quickdraw.render import render_packed, render_points
+    from quickdraw.render import render_packed, render_packed_batch, render_packed_blocks, render_points
 
     strokes = DRAWINGS[1]
     a = render(strokes, 28)
@@ -38,6 +38,15 @@ def test_input_forms_agree() -> None:
     assert np.array_equal(
         render(RAW[0], 32, encoding="rgb"), render_packed(pack_strokes(RAW[0]), 32, encoding="rgb")
     )
+    # shard blocks (several drawings end to end in one string): the drawings' own images, in order
+    packed = [pack_strokes(d) for d in RAW[:3]] + [b""] + [pack_strokes(d) for d in DRAWINGS[:4]]  # one empty
+    lengths = np.array([len(d) // 16 for d in packed])
+    blocks = [b"".join(packed[:4]), b"".join(packed[4:])]
+    from_blocks = render_packed_blocks(blocks, lengths, 32, encoding="rgb")
+    assert np.array_equal(from_blocks, render_packed_batch(packed, 32, encoding="rgb"))
+    assert np.array_equal(from_blocks[0], render(RAW[0], 32, encoding="rgb")) and not from_blocks[3].any()
+    with pytest.raises(ValueError, match="lengths add up"):
+        render_packed_blocks(blocks, lengths[1:], 32)
 
 
 def test_deterministic() -> None:
