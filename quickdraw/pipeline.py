@@ -60,7 +60,13 @@ from quickdraw.formats import (
     read_npy_bitmaps,
 )
 from quickdraw.labels import LabelMap, google_name
-from quickdraw.render import channels_of, render_batch, render_packed_batch, render_packed_blocks
+from quickdraw.render import (
+    aligned_zeros,
+    channels_of,
+    render_batch,
+    render_packed_batch,
+    render_packed_blocks,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -450,12 +456,12 @@ def make_dataset(
 
 
 # How many drawings one call of the render function draws: every call of a tf.numpy_function
-# has a fixed cost in the map (issue 33's runs: about 0.7 ms per call, the shard pipeline's
-# CPU per drawing 11.4-11.7 us at 256 drawings a call, 8.7-9.0 at 4,096, against 6.9-7.0 us
-# for the renderer alone), so the render map draws several batches at once and ``rebatch``
-# cuts them into batches again; the bytes bound keeps one call's images to tens of MB.
-RENDER_CALL_DRAWINGS = 8192
-RENDER_CALL_BYTES = 32 << 20
+# costs a fixed amount in the map (issue 33's runs, one render thread: the shard pipeline's CPU
+# per drawing 11.4-11.7 us at 256 drawings a call, 8.7-9.0 at 4,096, against 6.9-7.0 us for the
+# renderer alone), so the render map draws several batches at once and ``rebatch`` cuts them
+# into batches again; the bytes bound keeps one call's images to a few tens of MB.
+RENDER_CALL_DRAWINGS = 4096
+RENDER_CALL_BYTES = 16 << 20
 
 
 def _drawings_per_call(batch_size: int, image_bytes: int) -> int:
@@ -619,9 +625,7 @@ def _unit_float(img: np.ndarray) -> np.ndarray:
     rounded once), at a third of its CPU (TensorFlow's two ops split the work over threads and
     allocate twice). The array is 64-byte aligned, so TensorFlow takes its buffer over instead
     of copying it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc)."""
-    raw = np.empty(img.size * 4 + 64, np.uint8)
-    start = -raw.ctypes.data % 64
-    out = raw[start : start + img.size * 4].view(np.float32).reshape(img.shape)
+    out = aligned_zeros(img.shape, np.float32)
     np.multiply(img, _INV255, out=out)
     return out
 

@@ -228,6 +228,18 @@ def render_points_batch(
     return _render_flat(pts, draw_off, np.asarray(stroke_off, np.int64), size, **kwargs)  # type: ignore[arg-type]
 
 
+def aligned_zeros(shape: tuple[int, ...], dtype: type = np.uint8, align: int = 64) -> np.ndarray:
+    """Zeros whose data start at a multiple of ``align`` bytes: TensorFlow takes such an array,
+    returned by a ``tf.numpy_function``, over as the tensor's buffer instead of copying it
+    (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc). Used by the renderer
+    and ``quickdraw.pipeline._unit_float``."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dt.itemsize
+    raw = np.zeros(nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start : start + nbytes].view(dt).reshape(shape)
+
+
 _CHUNK = 128  # drawings per canvas: one polylines call per grey level, one dilation, one resize
 _COLS = 16  # drawings per canvas row
 
@@ -256,7 +268,7 @@ def _render_flat(
     nch = channels_of(encoding)
     n = len(draw_off) - 1
     plan = _plan(size, layout, line_width, supersample, antialias)
-    out = np.zeros((n, size, size, nch), np.uint8)
+    out = aligned_zeros((n, size, size, nch))  # make_dataset returns it: TensorFlow does not copy it
     if n == 0 or len(points) == 0:
         return out
     ss, width, scale, offset, centre = plan
