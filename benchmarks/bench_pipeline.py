@@ -30,10 +30,15 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
-def rate_of_dataset(ds, batches: int, batch_size: int) -> float:
-    """Examples/second over ``batches`` batches after one warm-up batch."""
+def rate_of_dataset(ds, batches: int, batch_size: int, per_call: int) -> float:
+    """Examples/second over ``batches`` batches, at least eight render calls' worth
+    (``per_call`` drawings each), after two calls' worth of warm-up: the render map draws
+    several batches a call, so a window of a few batches would time batches drawn before it."""
+    calls = max(1, per_call // batch_size)
+    batches = max(batches, 8 * calls)
     it = iter(ds)
-    next(it)
+    for _ in range(2 * calls):
+        next(it)
     start = time.perf_counter()
     for _ in range(batches):
         next(it)
@@ -74,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf
 
     import quickdraw as qd
+    from quickdraw.pipeline import _drawings_per_call
+    from quickdraw.render import channels_of
     from utils.models import build_model
 
     source = args.data or qd.ensure_builtin_data(args.variant)
@@ -91,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="qd-bench-"))
     try:
         ds_csv = qd.make_dataset(source, split="train", **common)
-        rows.append(("pipeline alone, from CSV files", rate_of_dataset(ds_csv, args.steps, bs)))
+        per_call = _drawings_per_call(bs, size * size * channels_of(args.encoding) * 4)  # float32 images
+        rows.append(("pipeline alone, from CSV files", rate_of_dataset(ds_csv, args.steps, bs, per_call)))
         if args.shards:
             t0 = time.perf_counter()
             qd.write_shards(source, tmp / "shards", num_shards=args.shards, progress=False)
             print(f"write_shards: {args.shards} shards in {time.perf_counter() - t0:.1f} s (one-time)")
             ds_tfr = qd.make_dataset(tmp / "shards", split="train", **common)
-            rows.append(("pipeline alone, from TFRecord shards", rate_of_dataset(ds_tfr, args.steps, bs)))
+            rows.append(("pipeline alone, from TFRecord shards", rate_of_dataset(ds_tfr, args.steps, bs, per_call)))
         x, y = next(iter(ds_csv))
         in_memory = tf.data.Dataset.from_tensors((x, y)).repeat()
         for kind in [k.strip() for k in args.models.split(",") if k.strip()]:
