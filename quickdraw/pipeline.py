@@ -403,8 +403,8 @@ def make_dataset(
     0.1-10 µs more CPU per drawing at 64 px).
 
     The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`,
-    several batches a call) → rebatch → prefetch. TFRecord shards hold blocks of drawings; shards of an older format (one
-    drawing per record) raise ``ValueError`` (:func:`quickdraw.shards.shard_block_size`).
+    several batches a call) → rebatch → prefetch. TFRecord shards hold blocks of drawings;
+    shards of an older format raise ``ValueError`` (:func:`quickdraw.shards.shard_block_size`).
     """
     import tensorflow as tf
 
@@ -459,7 +459,7 @@ def make_dataset(
 # costs a fixed amount in the map (issue 33's runs, one render thread: the shard pipeline's CPU
 # per drawing 11.4-11.7 us at 256 drawings a call, 8.7-9.0 at 4,096, against 6.9-7.0 us for the
 # renderer alone), so the render map draws several batches at once and ``rebatch`` cuts them
-# into batches again; the bytes bound keeps one call's images to a few tens of MB.
+# into batches again; the bytes bound keeps one call's images to 16 MiB.
 RENDER_CALL_DRAWINGS = 4096
 RENDER_CALL_BYTES = 16 << 20
 
