@@ -28,7 +28,8 @@ end to end), ``lengths`` (points per drawing), ``labels`` and ``key_ids`` (lists
 int64). Reading then pays each per-record cost (the record's checksum and framing, the shuffle
 buffer, the hand-offs between tf.data stages, the parse call) once per block, not once per
 drawing (issue 33: those costs were a third of the pipeline's time), and a batch of blocks
-reaches the renderer as a few strings, not one Python object per drawing. The manifest records ``format`` (:data:`SHARD_FORMAT`);
+reaches the renderer as a few strings, not one Python object per drawing. The manifest
+records ``format`` (:data:`SHARD_FORMAT`);
 shards of an older format are rewritten by :func:`ensure_shards` and refused, with the way
 out, by ``make_dataset`` (:func:`shard_block_size`).
 Used in notebooks 06 and 08 and the benchmarks (``bench_pipeline*.py``).
