@@ -35,8 +35,11 @@ def make_project(
     (root / "notebooks" / "zh" / "00_a.ipynb").write_text("{}")  # the Chinese edition of 00
     (root / "tools" / "run_tests.sh").write_text(SCRIPT.read_text())
     (root / "tools" / "run_full.sh").write_text(RUN_FULL.read_text())
+    # build.pid last, each file whole (written, then renamed): the fake python starts once it
+    # exists, and a Ctrl-C right after must not find build.pgid still being written
     (root / "tools" / "setup_horovod.sh").write_text(
-        f'echo $$ > "{root}/build.pid"\nps -o pgid= -p $$ | tr -d " " > "{root}/build.pgid"\n'
+        f'ps -o pgid= -p $$ | tr -d " " > "{root}/build.pgid.tmp" && mv "{root}/build.pgid.tmp" "{root}/build.pgid"\n'
+        f'echo $$ > "{root}/build.pid.tmp" && mv "{root}/build.pid.tmp" "{root}/build.pid"\n'
         f'echo "setup_horovod: fake build"\n{setup}\n'
     )
     (root / "tools" / "setup_colab_env.sh").write_text(f'echo "setup_colab_env: fake build"\n{colab_setup}\n')
