@@ -99,12 +99,12 @@ def timed(fn: Callable[[], int]) -> tuple[float, float]:
     return n / (time.perf_counter() - w0), n / (cpu_seconds() - c0)
 
 
-def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[str, float, float]]:
+def shard_parts(shards: Path, block_calls: list, bs: int, per_call: int, size: int) -> list[tuple[str, float, float]]:
     """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s own
-    read, shuffle, batch and ``parse_example``: :func:`quickdraw.pipeline._batches`,
-    with the settings of the pipeline measured, nothing drawn) over every row, and the
-    renderer in two threads at once, as the pipeline's parallel map runs it (as many drawings
-    a call; the threads share Python's lock)."""
+    read, shuffle, batch of ``per_call`` drawings' blocks and ``parse_example``:
+    :func:`quickdraw.pipeline._batches`, with the settings of the pipeline measured, nothing
+    drawn) over every row, and the renderer as the yardstick calls it (``block_calls``) in two
+    threads at once, as the pipeline's parallel map runs it (the threads share Python's lock)."""
     import threading
 
     from quickdraw.pipeline import _batches, _Reading, _resolve
@@ -112,23 +112,20 @@ def shard_parts(shards: Path, parsed: list, size: int, bs: int) -> list[tuple[st
     def reading() -> int:
         kind, files, _ = _resolve(shards, None)
         how = _Reading(source=shards, split="all", shuffle=True)  # make_dataset's defaults otherwise
-        ds, _ = _batches(kind, files, how, bs, SHUFFLE, repeat=False, drop_remainder=False)
+        ds, _ = _batches(kind, files, how, per_call, SHUFFLE, repeat=False, drop_remainder=False)
         return sum(int(b[1].shape[0]) for b in ds)
 
-    per_call = _drawings_per_call(bs, size * size)  # as the pipeline's render calls (uint8, 1 channel)
-
-    def draw(part: list) -> None:
-        for i in range(0, len(part), per_call):
-            chunk = part[i : i + per_call]
-            render_points_batch([p for p, _ in chunk], [e for _, e in chunk], size, encoding="order")
+    def draw(calls: list) -> None:
+        for blocks, lengths in calls:
+            render_packed_blocks(blocks, lengths, size, encoding="order")
 
     def two_threads() -> int:
-        threads = [threading.Thread(target=draw, args=(parsed[k::2],)) for k in range(2)]
+        threads = [threading.Thread(target=draw, args=(block_calls[k::2],)) for k in range(2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        return len(parsed)
+        return sum(len(lengths) for _, lengths in block_calls)
 
     return [("  its reading alone: read + shuffle + batch + parse", *timed(reading)),
             ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
@@ -329,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         float_rate = timed(pipeline(shards, image_dtype="float32"))
         results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))  # uint8
         parts = [("  the same with float32 images (make_dataset's default)", *float_rate),
-                 *shard_parts(shards, parsed, size, bs)]  # fmt: skip
+                 *shard_parts(shards, block_calls, bs, per_call, size)]  # fmt: skip
         batches = -(-args.pair_drawings // bs)
 
         warm = 2 * _drawings_per_call(bs, size * size) // bs  # the start and two render calls
@@ -360,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
     print(f"\nCPU per drawing: render alone {us[0]:.1f} us (in 2 threads at once {us[1]:.1f} us); reading stages "
           f"{us[2]:.1f} us; shard pipeline {us[3]:.1f} us, {us[3] - us[0] - us[2]:+.1f} us beyond render alone + reading "
-          f"(hand-overs between stages, the render threads' contention for Python's lock); "
+          f"(hand-overs between stages, the rebatch's copy, the render threads' contention for Python's lock); "
           f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
