@@ -67,8 +67,8 @@ import numpy as np
 
 import quickdraw as qd
 from quickdraw.kaggle_scale import write_kaggle_scale
-from quickdraw.pipeline import POINT_BYTES, _drawings_per_call, pack_strokes
-from quickdraw.render import reference_kernel_render, render_packed_blocks, render_points_batch
+from quickdraw.pipeline import _drawings_per_call, pack_strokes
+from quickdraw.render import POINT_BYTES, reference_kernel_render, render_packed_blocks, render_points_batch
 from quickdraw.shards import BLOCK_SIZE
 from utils.config import DATA_DIR
 

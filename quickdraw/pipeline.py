@@ -61,6 +61,7 @@ from quickdraw.formats import (
 )
 from quickdraw.labels import LabelMap, google_name
 from quickdraw.render import (
+    POINT_BYTES,
     aligned_zeros,
     channels_of,
     render_batch,
@@ -99,9 +100,6 @@ def _in_split(key_id: int, split: str, val_fraction: float, seed: int) -> bool:
 # ------------------------------------------------------------------------------------
 # Packing strokes into one string tensor
 # ------------------------------------------------------------------------------------
-POINT_BYTES = 16  # a packed point: float32 x, y, t, stroke index
-
-
 def pack_strokes(strokes: Sequence[np.ndarray]) -> bytes:
     """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent).
 
@@ -126,9 +124,9 @@ def unpack_strokes(data: bytes) -> list[np.ndarray]:
     return [p[:, :cols] for p in np.split(a, cuts)]
 
 
-def _block_drawings(blocks: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+def _block_drawings(blocks: Sequence[bytes], lengths: Sequence[int]) -> list[bytes]:
     """Shard blocks (:func:`_parse_blocks`) -> the packed strokes of each drawing."""
-    data = b"".join(blocks.tolist())
+    data = b"".join(blocks)
     ends = np.cumsum(np.asarray(lengths, np.int64) * POINT_BYTES).tolist()
     return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 

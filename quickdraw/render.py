@@ -46,6 +46,7 @@ GOOGLE_LINE = 16.0  # line diameter in the 256 frame (Google's numpy_bitmap rend
 GOOGLE_PAD = 16.0  # extra padding in the 256 frame on each side
 GOOGLE_FRAME = 256.0 + 2 * GOOGLE_PAD + GOOGLE_LINE
 _SHIFT = 4  # fractional bits for cv2 sub-pixel coordinates
+POINT_BYTES = 16  # a packed point (quickdraw.pipeline.pack_strokes): float32 x, y, t, stroke index
 _ONE = 1 << _SHIFT
 
 
@@ -182,7 +183,7 @@ def render_packed_batch(packed: Sequence[bytes], size: int = 64, **kwargs: objec
     ``x, y, t, stroke``; ``t`` < 0 when there are no times), all at once: what
     ``make_dataset`` calls for every batch read from class files. Same options and results
     as :func:`render`."""
-    lengths = np.fromiter((len(d) // 16 for d in packed), np.int64, len(packed))
+    lengths = np.fromiter((len(d) // POINT_BYTES for d in packed), np.int64, len(packed))
     return render_packed_blocks([b"".join(packed)], lengths, size, **kwargs)
 
 

@@ -50,7 +50,8 @@ import numpy as np
 
 from quickdraw.formats import ReadReport
 from quickdraw.labels import LabelMap
-from quickdraw.pipeline import POINT_BYTES, _resolve, iter_examples, pack_strokes, resolve_labels, split_of
+from quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
+from quickdraw.render import POINT_BYTES
 
 SHARD_FORMAT = 3  # 1: one drawing per record; 2: blocks, a string per drawing; 3: blocks, one string
 BLOCK_SIZE = 64  # drawings per record by default (see docs/capstone.md for the measured choice)

@@ -370,15 +370,13 @@ def _rewrite_in_older_format(path: Path, old_format: int) -> None:
     2 (blocks holding a string per drawing), as earlier versions wrote them."""
     import tensorflow as tf
 
-    from quickdraw.pipeline import POINT_BYTES
+    from quickdraw.pipeline import _block_drawings
     from quickdraw.shards import _example
 
     blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(path))]
     with tf.io.TFRecordWriter(str(path)) as w:
         for b in blocks:
-            data = b["points"].bytes_list.value[0]
-            ends = (np.cumsum(b["lengths"].int64_list.value, dtype=np.int64) * POINT_BYTES).tolist()
-            drawings = [data[a:e] for a, e in zip([0, *ends[:-1]], ends, strict=True)]
+            drawings = _block_drawings(b["points"].bytes_list.value, b["lengths"].int64_list.value)
             labels, keys = b["labels"].int64_list.value, b["key_ids"].int64_list.value
             if old_format == 1:
                 for d, y, k in zip(drawings, labels, keys, strict=True):

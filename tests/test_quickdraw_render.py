@@ -27,7 +27,13 @@ def test_shape_dtype_range(size: int, encoding: str, channels: int) -> None:
 
 def test_input_forms_agree() -> None:
     from quickdraw.pipeline import pack_strokes
-    from quickdraw.render import render_packed, render_packed_batch, render_packed_blocks, render_points
+    from quickdraw.render import (
+        POINT_BYTES,
+        render_packed,
+        render_packed_batch,
+        render_packed_blocks,
+        render_points,
+    )
 
     strokes = DRAWINGS[1]
     a = render(strokes, 28)
@@ -40,7 +46,7 @@ def test_input_forms_agree() -> None:
     )
     # shard blocks (several drawings end to end in one string): the drawings' own images, in order
     packed = [pack_strokes(d) for d in RAW[:3]] + [b""] + [pack_strokes(d) for d in DRAWINGS[:4]]  # one empty
-    lengths = np.array([len(d) // 16 for d in packed])
+    lengths = np.array([len(d) // POINT_BYTES for d in packed])
     blocks = [b"".join(packed[:4]), b"".join(packed[4:])]
     from_blocks = render_packed_blocks(blocks, lengths, 32, encoding="rgb")
     assert np.array_equal(from_blocks, render_packed_batch(packed, 32, encoding="rgb"))
