@@ -229,14 +229,15 @@ def render_points_batch(
     return _render_flat(pts, draw_off, np.asarray(stroke_off, np.int64), size, **kwargs)  # type: ignore[arg-type]
 
 
-def aligned_zeros(shape: tuple[int, ...], dtype: type = np.uint8, align: int = 64) -> np.ndarray:
-    """Zeros whose data start at a multiple of ``align`` bytes: TensorFlow takes such an array,
+def aligned_array(shape: tuple[int, ...], dtype: type = np.uint8, *, zeros: bool = True, align: int = 64) -> np.ndarray:
+    """An array whose data start at a multiple of ``align`` bytes, of zeros or (``zeros=False``,
+    for a caller that writes every element) uninitialised: TensorFlow takes such an array,
     returned by a ``tf.numpy_function``, over as the tensor's buffer instead of copying it
     (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc). Used by the renderer
     and ``quickdraw.pipeline._unit_float``."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    raw = np.zeros(nbytes + align, np.uint8)
+    raw = (np.zeros if zeros else np.empty)(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
     return raw[start : start + nbytes].view(dt).reshape(shape)
 
@@ -269,7 +270,7 @@ def _render_flat(
     nch = channels_of(encoding)
     n = len(draw_off) - 1
     plan = _plan(size, layout, line_width, supersample, antialias)
-    out = aligned_zeros((n, size, size, nch))  # make_dataset returns it: TensorFlow does not copy it
+    out = aligned_array((n, size, size, nch))  # make_dataset returns it: TensorFlow does not copy it
     if n == 0 or len(points) == 0:
         return out
     ss, width, scale, offset, centre = plan
