@@ -209,10 +209,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # reference: JSON text -> image the Kaggle kernel's way, one core; 20,000 drawings of every
     # class in proportion (classes differ in how many points a drawing has)
-    texts = []
+    texts, total_bytes = [], sum(path.stat().st_size for path in files)
     for path in files:
         with open(path, newline="", encoding="utf-8") as f:
-            texts += [row[1] for _, row in zip(range(20_000 * path.stat().st_size // sum(x.stat().st_size for x in files) + 1), csv.reader(f), strict=False)][1:]  # fmt: skip
+            texts += [row[1] for _, row in zip(range(20_000 * path.stat().st_size // total_bytes + 1), csv.reader(f), strict=False)][1:]  # fmt: skip
     cv2.setNumThreads(1)
 
     def reference() -> int:
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                  *shard_parts(shards, block_calls, bs, per_call, size)]  # fmt: skip
         batches = -(-args.pair_drawings // bs)
 
-        warm = 2 * _drawings_per_call(bs, size * size) // bs  # the start and two render calls
+        warm = 2 * per_call // bs  # the start and two render calls
 
         def pipeline_part(render_threads: int | None) -> Callable[[], tuple[float, float]]:
             def rate() -> tuple[float, float]:
