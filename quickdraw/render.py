@@ -33,6 +33,8 @@ Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kern
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -231,15 +233,52 @@ def render_points_batch(
 
 def aligned_array(shape: tuple[int, ...], dtype: type = np.uint8, *, zeros: bool = True, align: int = 64) -> np.ndarray:
     """An array whose data start at a multiple of ``align`` bytes, of zeros or (``zeros=False``,
-    for a caller that writes every element) uninitialised: TensorFlow takes such an array,
-    returned by a ``tf.numpy_function``, over as the tensor's buffer instead of copying it
-    (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc). Used by the renderer
-    and ``quickdraw.pipeline._unit_float``."""
+    for a caller that writes every element) of whatever its memory held: TensorFlow takes such
+    an array, returned by a ``tf.numpy_function``, over as the tensor's buffer instead of copying
+    it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc). The memory of a large
+    one is reused from an earlier array that nothing refers to any more (:func:`_free_memory`).
+    Used by the renderer and ``quickdraw.pipeline._unit_float``."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    raw = (np.zeros if zeros else np.empty)(nbytes + align, np.uint8)
+    raw = _free_memory(nbytes + align)
     start = -raw.ctypes.data % align
-    return raw[start : start + nbytes].view(dt).reshape(shape)
+    out = raw[start : start + nbytes].view(dt).reshape(shape)
+    if zeros:
+        out.fill(0)
+    return out
+
+
+# Large arrays handed to TensorFlow, kept for reuse: an array freed by TensorFlow goes back to
+# the C library, which gives its pages back to the system, so the next one page-faults on every
+# 4 KiB of it (issue 33's profile of the shard pipeline: 0.4-0.7 us a drawing for a render call's
+# 16 MiB). Every view of a kept array refers to it (NumPy's ``base``), so a kept array that
+# nothing else refers to is free.
+_KEPT: list[np.ndarray] = []
+_KEPT_MAX = 8  # arrays; a render call's images are 16 MiB at most (quickdraw.pipeline)
+_KEPT_MIN_BYTES = 1 << 20
+_KEPT_LOCK = threading.Lock()
+_PROBE = [np.empty(0)]
+_ONLY_IN_A_LIST = sys.getrefcount(_PROBE[0])  # what getrefcount says of an array held by a list alone
+del _PROBE
+
+
+def _free_memory(nbytes: int) -> np.ndarray:
+    """At least ``nbytes`` of uint8 memory: a kept array nothing else refers to, of up to twice
+    the size asked for, or a new one (kept, rounded up to whole MiB, while fewer than
+    :data:`_KEPT_MAX` are kept, else in place of the smallest free one)."""
+    if nbytes < _KEPT_MIN_BYTES:
+        return np.empty(nbytes, np.uint8)
+    with _KEPT_LOCK:
+        free = [i for i in range(len(_KEPT)) if sys.getrefcount(_KEPT[i]) == _ONLY_IN_A_LIST]
+        for i in free:
+            if nbytes <= _KEPT[i].nbytes <= 2 * nbytes:
+                return _KEPT[i]
+        raw = np.empty(-(-nbytes // _KEPT_MIN_BYTES) * _KEPT_MIN_BYTES, np.uint8)
+        if len(_KEPT) < _KEPT_MAX:
+            _KEPT.append(raw)
+        elif free:
+            _KEPT[min(free, key=lambda i: _KEPT[i].nbytes)] = raw
+        return raw
 
 
 _CHUNK = 128  # drawings per canvas: one polylines call per grey level, one dilation, one resize
@@ -270,14 +309,16 @@ def _render_flat(
     nch = channels_of(encoding)
     n = len(draw_off) - 1
     plan = _plan(size, layout, line_width, supersample, antialias)
-    out = aligned_array((n, size, size, nch))  # make_dataset returns it: TensorFlow does not copy it
+    out = aligned_array((n, size, size, nch), zeros=False)  # make_dataset returns it: TensorFlow does not copy it
     if n == 0 or len(points) == 0:
+        out.fill(0)
         return out
     ss, width, scale, offset, centre = plan
     m = scale * _ONE
     xy = np.ascontiguousarray(points[:, :2], dtype=np.float32)
     lengths = np.diff(draw_off)
-    full = np.flatnonzero(lengths > 0)  # empty drawings stay black
+    full = np.flatnonzero(lengths > 0)
+    out[lengths == 0] = 0  # empty drawings are black; every other image is drawn whole below
     starts = draw_off[full]
     base = np.full((len(full), 2), offset * _ONE + 0.5)
     if centre:  # bounding-box centre to the canvas centre, as cv2.boundingRect rounds it

@@ -185,3 +185,22 @@ def test_threads_share_the_canvas_pool_safely() -> None:
     later.start()
     later.join()
     assert pooled and {id(b) for free in r._FREE.values() for b in free} == pooled  # reused, none new
+
+
+def test_large_outputs_reuse_memory_only_when_nothing_refers_to_it() -> None:
+    """The renderer's large outputs reuse memory of earlier ones (fresh pages cost the shard
+    pipeline page faults): never while any view of the earlier array lives, and an empty drawing
+    drawn into reused memory is black, not what the memory held."""
+    from quickdraw.pipeline import pack_strokes
+    from quickdraw.render import render_packed_batch
+
+    n = 300  # 300 x 64 x 64 bytes: more than the 1 MiB from which memory is kept
+    inked = render_packed_batch([pack_strokes(DRAWINGS[0])] * n, 64)
+    address, kept_view = inked.ctypes.data, inked[5:]
+    del inked
+    while_viewed = render_packed_batch([pack_strokes(DRAWINGS[0])] * n, 64)
+    assert while_viewed.ctypes.data != address and kept_view.max() == 255
+    del kept_view, while_viewed
+    mixed = render_packed_batch([b""] + [pack_strokes(DRAWINGS[0])] * (n - 1), 64)
+    assert mixed.ctypes.data == address  # the memory came back
+    assert mixed[0].max() == 0 and np.array_equal(mixed[1], render(DRAWINGS[0], 64))
