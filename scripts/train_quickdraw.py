@@ -98,6 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     d.add_argument("--val-fraction", type=float, default=0.1, help="share of key_ids held out")
     d.add_argument("--val-limit", type=int, default=20_000,
                    help="evaluate on at most about N validation drawings (0: all of them)")
+    d.add_argument("--render-threads", type=int, default=0,
+                   help="drawing threads per input pipeline (0: tf.data autotunes, the fastest; 1: the least CPU "
+                   "per drawing, for several workers sharing a machine's cores: docs/capstone.md)")
     d.add_argument("--image-size", type=int, default=64)
     d.add_argument(
         "--encoding",
@@ -150,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--logical-devices must be >= 1")
     if args.shards < 1 or args.val_limit < 0 or (args.steps_per_epoch is not None and args.steps_per_epoch < 1):
         p.error("--shards and --steps-per-epoch must be >= 1, --val-limit >= 0")
+    if args.render_threads < 0:
+        p.error("--render-threads must be >= 0 (0: autotuned)")
     if args.submission and not args.predict:
         p.error("--submission needs --predict test_simplified.csv")
     if (args.tta or args.ensemble) and not args.predict:
@@ -308,7 +313,8 @@ def make_inputs(args: argparse.Namespace, strategy: Any, plan: DataPlan) -> tupl
     # uint8 batches, scaled to [0, 1] in the step (unit_images): a quarter of the bytes, and
     # the input pipeline's CPU per drawing the less (docs/capstone.md, issue 33)
     common = dict(labels=plan.labels, image_size=args.image_size, encoding=plan.encoding,
-                  val_fraction=args.val_fraction, limit_per_class=limit, image_dtype="uint8")  # fmt: skip
+                  val_fraction=args.val_fraction, limit_per_class=limit, image_dtype="uint8",
+                  num_parallel_calls=args.render_threads or None)  # fmt: skip
 
     def train_input(ctx: Any) -> Any:
         return qd.make_dataset(plan.data, split="train", batch_size=ctx.get_per_replica_batch_size(plan.global_batch),
