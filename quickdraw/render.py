@@ -33,6 +33,7 @@ Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kern
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -257,6 +258,17 @@ _KEPT: list[np.ndarray] = []
 _KEPT_MAX = 8  # arrays; a render call's images are 16 MiB at most (quickdraw.pipeline)
 _KEPT_MIN_BYTES = 1 << 20
 _KEPT_LOCK = threading.Lock()
+
+
+def _forget_kept_in_child() -> None:
+    """A forked child starts with no kept arrays and its own lock (another thread of the parent
+    may have held it at the fork)."""
+    global _KEPT_LOCK
+    _KEPT.clear()
+    _KEPT_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_kept_in_child)
 _PROBE = [np.empty(0)]
 _ONLY_IN_A_LIST = sys.getrefcount(_PROBE[0])  # what getrefcount says of an array held by a list alone
 del _PROBE

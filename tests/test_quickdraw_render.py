@@ -204,3 +204,24 @@ def test_large_outputs_reuse_memory_only_when_nothing_refers_to_it() -> None:
     mixed = render_packed_batch([b""] + [pack_strokes(DRAWINGS[0])] * (n - 1), 64)
     assert mixed.ctypes.data == address  # the memory came back
     assert mixed[0].max() == 0 and np.array_equal(mixed[1], render(DRAWINGS[0], 64))
+
+
+def test_a_forked_child_starts_with_no_kept_memory() -> None:
+    """A child forked while the parent keeps output memory starts with none (and a fresh lock)."""
+    import os
+    import sys
+
+    from quickdraw.pipeline import pack_strokes
+    from quickdraw.render import render_packed_batch
+
+    kept = sys.modules["quickdraw.render"]._KEPT
+    images = render_packed_batch([pack_strokes(DRAWINGS[0])] * 300, 64)
+    assert any(images.base is k for k in kept)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it keeps, then leave at once
+        os.write(write_end, str(len(kept)).encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    assert os.read(read_end, 16) == b"0" and kept
