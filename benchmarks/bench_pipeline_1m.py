@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
     print(f"\nCPU per drawing: render alone {us[0]:.1f} us (in 2 threads at once {us[1]:.1f} us); reading stages "
           f"{us[2]:.1f} us; shard pipeline {us[3]:.1f} us, {us[3] - us[0] - us[2]:+.1f} us beyond render alone + reading "
-          f"(hand-overs between stages, the render threads' contention for Python's lock); "
+          f"(hand-overs between stages; with both cores busy, TensorFlow's threads and the render threads' contention for Python's lock); "
           f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
