@@ -161,6 +161,47 @@ def steady_rate(dataset: Callable[[], Any], warm_batches: int, batches: int) -> 
     return rate
 
 
+def _one_of_two_pipelines(shards: str, pipeline_id: int, settings: dict, warm: int, batches: int,
+                          start: Any, results: Any) -> None:  # fmt: skip
+    """A child process of :func:`two_processes`: input pipeline ``pipeline_id`` of 2 (half the
+    shard files, one render thread), warmed up, then timed from the common start."""
+    from types import SimpleNamespace
+
+    context = SimpleNamespace(num_input_pipelines=2, input_pipeline_id=pipeline_id)  # as a worker's InputContext
+    it = iter(qd.make_dataset(shards, **settings, repeat=True, num_parallel_calls=1, input_context=context))
+    for _ in range(warm):
+        next(it)
+    start.wait()
+    w0, c0 = time.perf_counter(), cpu_seconds()
+    drawings = sum(int(next(it)[1].shape[0]) for _ in range(batches))
+    results.put((drawings, time.perf_counter() - w0, cpu_seconds() - c0))
+
+
+def two_processes(shards: Path, settings: dict, warm: int, batches: int) -> tuple[float, float]:
+    """(drawings/s by wall clock, drawings per CPU-second) of two input pipelines in two processes
+    at once, each over half the shards with one render thread - two workers on one machine, no
+    lock shared - each timed in its steady state for ``batches // 2`` batches."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # never fork a process running TensorFlow's threads
+    start, results = ctx.Barrier(3), ctx.Queue()
+    children = [ctx.Process(target=_one_of_two_pipelines, args=(str(shards), i, settings, warm, batches // 2,
+                                                                 start, results)) for i in range(2)]  # fmt: skip
+    try:
+        for child in children:
+            child.start()
+        start.wait(timeout=300)
+        runs = [results.get(timeout=600) for _ in children]
+    finally:
+        for child in children:
+            child.join(timeout=30)
+            if child.is_alive():
+                child.kill()
+                child.join()
+    drawings = sum(n for n, _, _ in runs)
+    return drawings / max(wall for _, wall, _ in runs), drawings / sum(cpu for _, _, cpu in runs)
+
+
 def paired_ratios(
     render_only: Callable[[], int], pipelines: dict[str, Callable[[], tuple[float, float]]], pairs: int
 ) -> dict[str, list[tuple[float, float]]]:
@@ -342,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
             return sum(render_blocks() for _ in range(max(1, args.pair_drawings // len(parsed))))
 
         pipelines = {"make_dataset's default (AUTOTUNE render threads)": pipeline_part(None),
-                     "one render thread (num_parallel_calls=1)": pipeline_part(1)}
+                     "one render thread (num_parallel_calls=1)": pipeline_part(1),
+                     "two processes at once, one pipeline each over half the shards, one render thread each":
+                         lambda: two_processes(shards, {**common}, warm, batches)}  # fmt: skip
         ratios = paired_ratios(render_repeated, pipelines, args.pairs)
     finally:
         shutil.rmtree(shards, ignore_errors=True)
