@@ -32,7 +32,8 @@ per CPU-second of this process and its worker processes):
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
 batch, per core >= 0.8x the renderer's render-only rate) as met or not, judged by the median of
 ``--pairs`` ratios, the renderer and ``--pair-drawings`` of the pipeline in its steady state (its
-start not timed; with ``make_dataset``'s autotuned render threads and with one) measured one right
+start not timed; with ``make_dataset``'s autotuned render threads, with one, and as two input pipelines
+in two processes at once with one each, as two workers on one machine) measured one right
 after the other (single runs on a shared machine vary more
 than the gap to the goal), and an **estimate**
 (no GPU was measured) of the CPU cores that would feed one NVIDIA T4 at its peak rate with
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
     print(f"\nCPU per drawing: render alone {us[0]:.1f} us (in 2 threads at once {us[1]:.1f} us); reading stages "
           f"{us[2]:.1f} us; shard pipeline {us[3]:.1f} us, {us[3] - us[0] - us[2]:+.1f} us beyond render alone + reading "
-          f"(hand-overs between stages; with both cores busy, TensorFlow's threads and the render threads' contention for Python's lock); "
+          f"(hand-overs between stages; with two render threads, their contention for Python's lock); "
           f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
