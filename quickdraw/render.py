@@ -295,7 +295,6 @@ def _free_memory(nbytes: int) -> np.ndarray:
 
 _CHUNK = 128  # drawings per canvas: one polylines call per grey level, one dilation, one resize
 _COLS = 16  # drawings per canvas row
-_LEVELS = 11  # the greys of the "order" encoding: strokes 0 to 9 of a drawing, then all later ones
 
 
 def _render_flat(
@@ -348,8 +347,10 @@ def _render_flat(
     fits[full] = (qmin >= -half) & (qmax < size * ss * _ONE - half)
     gutter = _gutter(width, ss)
     times = points[:, 2] if points.shape[1] > 2 else None
-    if fits.any():
-        _draw_tiles(out, q, times, draw_off, stroke_off, np.flatnonzero(fits), size, ss, width, gutter, encoding, nch)
+    for sel in np.array_split(np.flatnonzero(fits), max(1, -(-int(fits.sum()) // _CHUNK))):
+        if len(sel) == 0:
+            continue
+        _draw_tiles(out, q, times, draw_off, stroke_off, sel, size, ss, width, gutter, encoding, nch)
     for i in np.flatnonzero(~fits & (lengths > 0)).tolist():  # a canvas each, lines clipped at its edges
         a, b = draw_off[i], draw_off[i + 1]
         ends = stroke_off[(stroke_off >= a) & (stroke_off <= b)] - a
@@ -385,10 +386,9 @@ def _render_one(
     ns = len(pts)
     times = points[:, 2] if points.shape[1] > 2 else None
     ids = np.arange(ns)
-    level = np.minimum(ids, _LEVELS - 1)
-    greys = [(255 - 13 * lv, [pts[i] for i in np.flatnonzero(level == lv).tolist()]) for lv in range(_LEVELS - 1, -1, -1)]
+    starts = np.asarray(bounds[:-1], np.int64)
     with _borrowed((size * ss, size * ss), nch, (size, size)) as buf:
-        img = _planes(pts, greys, (np.zeros(ns, np.int64), times, ids, np.asarray(bounds)), encoding, buf)
+        img = _planes(pts, ids, starts, np.zeros(ns, np.int64), times, ids, np.asarray(bounds), encoding, buf)
         img = _finish(img, width, ss, buf)
         dst[...] = img.reshape(size, size, nch)  # copied before the canvas goes back to the pool
 
@@ -407,71 +407,42 @@ def _draw_tiles(
     encoding: str,
     nch: int,
 ) -> None:
-    """Draw drawings ``sel`` on canvases of ``_CHUNK`` tiles each, widen, downsample, cut into
-    ``out[sel]``. Every drawing's placement and stroke grouping is worked out for all canvases
-    at once, so that between the OpenCV calls of a canvas the thread does little more than
-    slice lists: NumPy and OpenCV let go of Python's lock at every large operation, and when
-    another render thread waits for it each hand-over costs a thread switch."""
+    """Draw drawings ``sel`` on one canvas of tiles, widen, downsample, cut into ``out[sel]``."""
     k = len(sel)
     cols = min(k, _COLS)
+    rows = -(-k // cols)
     pitch = (size + gutter) * ss  # canvas pixels per tile
     # the points and strokes of the selected drawings, each moved to its tile
     lo, hi = draw_off[sel], draw_off[sel + 1]
     lengths = hi - lo
-    if sel[-1] - sel[0] == k - 1:  # consecutive drawings: one slice
+    if k == 1 or (sel[-1] - sel[0] == k - 1):  # consecutive drawings: one slice
         qs = q[lo[0] : hi[-1]]
         s_ids = np.arange(np.searchsorted(stroke_off, lo[0]), np.searchsorted(stroke_off, hi[-1]))
     else:
         qs = q[np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])]
         s_lo, s_hi = np.searchsorted(stroke_off, lo), np.searchsorted(stroke_off, hi)
         s_ids = np.concatenate([np.arange(a, b) for a, b in zip(s_lo.tolist(), s_hi.tolist(), strict=True)])
-    slot = np.arange(k) % _CHUNK  # a drawing's tile on its canvas
-    origin = np.stack([slot % cols, slot // cols], axis=1).astype(np.int32) * np.int32(pitch * _ONE)
+    t = np.arange(k)
+    origin = np.stack([t % cols, t // cols], axis=1).astype(np.int32) * np.int32(pitch * _ONE)
     qs = qs + np.repeat(origin, lengths, axis=0)
     local0 = np.zeros(k, np.int64)  # where each drawing starts in qs
     np.cumsum(lengths[:-1], out=local0[1:])
-    t = np.arange(k)
     tile = np.repeat(t, np.diff(np.searchsorted(s_ids, np.searchsorted(stroke_off, lo)), append=len(s_ids)))
     s_start = stroke_off[s_ids] - lo[tile] + local0[tile]  # stroke starts in qs
+    rank = s_ids - s_ids[np.searchsorted(s_start, local0[tile], side="left")]
     bounds = [*s_start.tolist(), len(qs)]
     pts = [
         qs[a:b] if b - a > 1 else qs[[a, a]] for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     ]  # dot: 0-length line
-    canvases = -(-k // _CHUNK)
-    first = np.searchsorted(tile, np.minimum(np.arange(canvases + 1) * _CHUNK, k)).tolist()  # canvases' strokes
-    greys = _grey_groups(pts, tile, s_ids - s_ids[np.searchsorted(s_start, local0[tile])], canvases)
-    for c in range(canvases):
-        d0, d1, s0, s1 = c * _CHUNK, min(k, (c + 1) * _CHUNK), first[c], first[c + 1]
-        kc = d1 - d0
-        cols_c = min(kc, cols)
-        rows = -(-kc // cols_c)
-        with _borrowed(
-            (rows * pitch, cols_c * pitch), nch, (rows * (size + gutter), cols_c * (size + gutter))
-        ) as buf:
-            planes = _planes(pts[s0:s1], greys[c], (tile[s0:s1], times, s_ids[s0:s1], stroke_off), encoding, buf)
-            img = _finish(planes, width, ss, buf)
-            tiles = img.reshape(rows, size + gutter, cols_c, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
-            dst = sel[d0:d1]
-            if kc == rows * cols_c and dst[-1] - dst[0] == kc - 1:  # one copy, straight into the output
-                out[dst[0] : dst[-1] + 1].reshape(rows, cols_c, size, size, nch)[...] = tiles
-            else:
-                out[dst] = tiles.reshape(rows * cols_c, size, size, nch)[:kc]
-
-
-def _grey_groups(pts: list[np.ndarray], tile: np.ndarray, rank: np.ndarray, canvases: int) -> list[list]:
-    """For each canvas, its strokes grouped by the ``order`` encoding's grey: ``(grey, strokes)``
-    from the darkest (stroke 10 and later of a drawing) to the brightest (its first stroke), in
-    the order they are drawn (where strokes cross, the earlier one shows). All canvases at once:
-    one sort by (canvas, grey) and one pass over the strokes."""
-    group = tile // _CHUNK * _LEVELS + (_LEVELS - 1) - np.minimum(rank, _LEVELS - 1)
-    order = np.argsort(group, kind="stable")
-    by_group = [pts[i] for i in order.tolist()]
-    edges = np.searchsorted(group[order], np.arange(canvases * _LEVELS + 1)).tolist()
-    return [
-        [(255 - 13 * (_LEVELS - 1 - j), by_group[edges[c * _LEVELS + j] : edges[c * _LEVELS + j + 1]])
-         for j in range(_LEVELS)]
-        for c in range(canvases)
-    ]  # fmt: skip
+    with _borrowed(
+        (rows * pitch, cols * pitch), nch, (rows * (size + gutter), cols * (size + gutter))
+    ) as buf:
+        img = _finish(_planes(pts, rank, s_start, tile, times, s_ids, stroke_off, encoding, buf), width, ss, buf)
+        tiles = img.reshape(rows, size + gutter, cols, size + gutter, nch).swapaxes(1, 2)[:, :, :size, :size]
+        if k == rows * cols and sel[-1] - sel[0] == k - 1:  # one copy, straight into the output
+            out[sel[0] : sel[-1] + 1].reshape(rows, cols, size, size, nch)[...] = tiles
+        else:
+            out[sel] = tiles.reshape(rows * cols, size, size, nch)[:k]
 
 
 def _finish(img: np.ndarray, width: int, ss: int, buf: _Buffers) -> np.ndarray:
@@ -487,24 +458,26 @@ def _finish(img: np.ndarray, width: int, ss: int, buf: _Buffers) -> np.ndarray:
 
 def _planes(
     pts: list[np.ndarray],
-    greys: list[tuple[int, list[np.ndarray]]],
-    timing: tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray],
+    rank: np.ndarray,
+    s_start: np.ndarray,
+    tile: np.ndarray,
+    times: np.ndarray | None,
+    s_ids: np.ndarray,
+    stroke_off: np.ndarray,
     encoding: str,
     buf: _Buffers,
 ) -> np.ndarray:
-    """The 1-pixel drawing of an encoding (before widening), in ``buf``: ``pts`` the strokes in
-    order, ``greys`` the same grouped by the ``order`` encoding's grey (:func:`_grey_groups`),
-    ``timing`` what the ``time`` encoding needs (:func:`_time_plane`)."""
+    """The 1-pixel drawing of an encoding (before widening), in ``buf``."""
     if encoding == "plain":
         return _plain_plane(pts, buf.plane(0))
     if encoding == "order":
-        return _order_plane(greys, buf.plane(0))
+        return _order_plane(pts, rank, buf.plane(0))
     if encoding == "time":
-        return _time_plane(pts, *timing, buf.plane(0))
+        return _time_plane(pts, s_start, tile, times, s_ids, stroke_off, buf.plane(0))
     planes = [  # rgb
         _plain_plane(pts, buf.plane(0)),
-        _order_plane(greys, buf.plane(1)),
-        _time_plane(pts, *timing, buf.plane(2)),
+        _order_plane(pts, rank, buf.plane(1)),
+        _time_plane(pts, s_start, tile, times, s_ids, stroke_off, buf.plane(2)),
     ]
     return cv2.merge(planes, dst=buf.merged)
 
@@ -565,17 +538,20 @@ def _plain_plane(pts: list[np.ndarray], plane: np.ndarray) -> np.ndarray:
     return plane
 
 
-def _order_plane(greys: list[tuple[int, list[np.ndarray]]], plane: np.ndarray) -> np.ndarray:
-    """Grey ``255 - 13 * min(i, 10)`` for stroke ``i``: ``greys`` from the darkest to the
-    brightest, so that where strokes cross the earlier one shows (drawn last)."""
-    for grey, chosen in greys:
+def _order_plane(pts: list[np.ndarray], rank: np.ndarray, plane: np.ndarray) -> np.ndarray:
+    """Grey ``255 - 13 * min(i, 10)`` for stroke ``i``; where strokes cross, the earlier one
+    shows (drawn last)."""
+    level = np.minimum(rank, 10)
+    for lv in range(int(level.max()), -1, -1):
+        chosen = [pts[i] for i in np.flatnonzero(level == lv).tolist()]
         if chosen:
-            cv2.polylines(plane, chosen, False, grey, 1, cv2.LINE_8, _SHIFT)
+            cv2.polylines(plane, chosen, False, 255 - 13 * lv, 1, cv2.LINE_8, _SHIFT)
     return plane
 
 
 def _time_plane(
     pts: list[np.ndarray],
+    s_start: np.ndarray,
     tile: np.ndarray,
     times: np.ndarray | None,
     s_ids: np.ndarray,
