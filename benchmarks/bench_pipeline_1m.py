@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         pipelines = {"make_dataset's default (AUTOTUNE render threads)": pipeline_part(None),
                      "one render thread (num_parallel_calls=1)": pipeline_part(1),
                      "two processes at once, one pipeline each over half the shards, one render thread each":
-                         lambda: two_processes(shards, {**common}, warm, batches)}  # fmt: skip
+                         lambda: two_processes(shards, common, warm, batches)}  # fmt: skip
         ratios = paired_ratios(render_repeated, pipelines, args.pairs)
     finally:
         shutil.rmtree(shards, ignore_errors=True)

@@ -623,7 +623,7 @@ def _unit_float(img: np.ndarray) -> np.ndarray:
     rounded once), at a third of its CPU (TensorFlow's two ops split the work over threads and
     allocate twice). The array is 64-byte aligned, so TensorFlow takes its buffer over instead
     of copying it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc)."""
-    out = aligned_array(img.shape, np.float32, zeros=False)  # every element written below
+    out = aligned_array(img.shape, np.float32)  # every element written below
     np.multiply(img, _INV255, out=out)
     return out
 

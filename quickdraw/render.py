@@ -232,21 +232,18 @@ def render_points_batch(
     return _render_flat(pts, draw_off, np.asarray(stroke_off, np.int64), size, **kwargs)  # type: ignore[arg-type]
 
 
-def aligned_array(shape: tuple[int, ...], dtype: type = np.uint8, *, zeros: bool = True, align: int = 64) -> np.ndarray:
-    """An array whose data start at a multiple of ``align`` bytes, of zeros or (``zeros=False``,
-    for a caller that writes every element) of whatever its memory held: TensorFlow takes such
-    an array, returned by a ``tf.numpy_function``, over as the tensor's buffer instead of copying
-    it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc). The memory of a large
-    one is reused from an earlier array that nothing refers to any more (:func:`_free_memory`).
-    Used by the renderer and ``quickdraw.pipeline._unit_float``."""
+def aligned_array(shape: tuple[int, ...], dtype: type = np.uint8, *, align: int = 64) -> np.ndarray:
+    """An uninitialised array, for a caller that writes every element, whose data start at a
+    multiple of ``align`` bytes: TensorFlow takes such an array, returned by a
+    ``tf.numpy_function``, over as the tensor's buffer instead of copying it (``TF_NewTensor``
+    copies misaligned data, tensorflow/c/tf_tensor.cc). The memory of a large one is reused from
+    an earlier array that nothing refers to any more (:func:`_free_memory`). Used by the renderer
+    and ``quickdraw.pipeline._unit_float``."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
     raw = _free_memory(nbytes + align)
     start = -raw.ctypes.data % align
-    out = raw[start : start + nbytes].view(dt).reshape(shape)
-    if zeros:
-        out.fill(0)
-    return out
+    return raw[start : start + nbytes].view(dt).reshape(shape)
 
 
 # Large arrays handed to TensorFlow, kept for reuse: an array freed by TensorFlow goes back to
@@ -321,7 +318,7 @@ def _render_flat(
     nch = channels_of(encoding)
     n = len(draw_off) - 1
     plan = _plan(size, layout, line_width, supersample, antialias)
-    out = aligned_array((n, size, size, nch), zeros=False)  # make_dataset returns it: TensorFlow does not copy it
+    out = aligned_array((n, size, size, nch))  # make_dataset returns it: TensorFlow does not copy it
     if n == 0 or len(points) == 0:
         out.fill(0)
         return out
