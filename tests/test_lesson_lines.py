@@ -69,3 +69,91 @@ def test_measured_seconds_of_core_and_all_cells_beside_the_slot(tmp_path: Path, 
                        '</testsuite></testsuites>')
     main([str(path), "--times", str(only_zh)])
     assert capsys.readouterr().out.splitlines()[1].split()[-4:] == ["30", "min", "1.0m", "2.0m"]
+
+
+def _cells(tmp_path: Path, cells: list[dict], name: str = "nb.ipynb") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"cells": cells}))
+    return path
+
+
+def _code(source: str, tags: list[str] | None = None) -> dict:
+    return {"cell_type": "code", "source": source, "metadata": {"tags": tags} if tags else {}}
+
+
+def _md(source: str) -> dict:
+    return {"cell_type": "markdown", "source": source, "metadata": {}}
+
+
+SETUP = "import utils\n\ncourse = utils.setup(chapter=1)  # " + "x" * 90 + "\n"
+LONG = "\n".join(f"x{i} = {i}" for i in range(31))  # a 31-line cell
+
+
+def _lecture_notebook(tmp_path: Path) -> Path:
+    return _cells(tmp_path, [
+        _md("# 1 · Title\n"),
+        _md("## Overview\n\nYou will learn:\n\n* one thing;\n* another.\n\n**Lecture slot:** ~30 min (core: §1)\n"),
+        _md("## Setup\n"),
+        _code(SETUP),  # the setup cell: not a visible cell, but its long line counts
+        _md("## 1 · Core\n\nThe smoke test of the harness (`nbval` and `make test` in code spans don't count).\n\n"
+            "```\nrehearsal in a code block\n```\n"),
+        _code("a = 1\nb = 2\n\nprint(a + b)\n\n"),  # 4 lines: blank line inside counted, trailing not
+        _code("#@title Check: three\nassert a + b == 3\nassert b == 2  # " + "y" * 90 + "\n", ["check"]),
+        _code("x = 1\n"),
+        _code(LONG),
+        _code("%%writefile programs/w.py\n" + "\n".join(f"assert f({i})" for i in range(61)) + "\n"),
+        _md("### A detail\n\nCI runs it."),
+        _code("y = 2\nassert y > x\n"),
+        _md("## 2 · More — *optional*\n"),
+        _code(LONG),
+        _code(LONG),
+        _code("z = 3\n"),
+        _code("z = 4\n"),
+    ])
+
+
+def test_lecture_figures_count_visible_cells_only(tmp_path: Path) -> None:
+    from tools.lesson_lines import lecture
+
+    f = lecture(_lecture_notebook(tmp_path))
+    assert f["cells"] == 9  # setup and check cells left out; the program counted as a cell
+    assert f["median"] == 3  # of 4, 1, 31, 2, 31, 31, 1, 1 lines — the program apart
+    assert f["over 30"] == [8, 13, 14] and f["programs"] == [(9, 61)] and f["program"] == 61
+    assert f["long lines"] == [(3, 3), (6, 3)] and f["setup long lines"] == 1  # check and setup cells too
+    assert f["overview"] == 4  # non-blank lines, the heading not counted
+    assert f["asserts"] == {"visible": 62, "check": 2}  # the program's asserts are visible ones
+    assert sorted(w for _, w in f["words"]) == ["CI", "harness", "smoke"]  # code spans and blocks apart
+    assert f["core slides"] == 5  # title, Overview, Setup (no slide type given: an H2), §1, the H3
+
+
+def test_rules_name_what_is_broken(tmp_path: Path) -> None:
+    from tools.lesson_lines import violations
+
+    problems = violations(_lecture_notebook(tmp_path))
+    text = "\n".join(problems)
+    assert "3 visible code cells over 30 lines > 2 (cells [8, 13, 14])" in text
+    assert "%%writefile programs over 60 lines: cells 9 (61)" in text
+    assert "2 code lines over 99 characters (cells [3, 6]) — 1 in the setup cell" in text
+    assert "machinery words" in text and "median" not in text and "Overview" not in text
+    good = _cells(tmp_path, [
+        _md("## Overview\n\n" + "line\n" * 12),
+        _code(SETUP.replace("x" * 90, "")),
+        _md("## 1 · Core\n\nThe course's ring is not the course's machinery… but the words are held anyway.\n"),
+        _code("a = 1\n"),
+    ], "good.ipynb")
+    assert violations(good) == ["machinery words in the prose: [2] \"The course's\", [2] \"the course's\""]
+    good.write_text(good.read_text().replace("The course's ring is not the course's", "Our ring"))
+    assert violations(good) == []
+    no_overview = _cells(tmp_path, [_code("a = 1\n")], "bare.ipynb")
+    assert violations(no_overview) == ["no `## Overview` cell"]
+
+
+def test_check_flag_exits_1_on_a_broken_rule(tmp_path: Path, capsys) -> None:
+    from tools.lesson_lines import main
+
+    path = _lecture_notebook(tmp_path)
+    assert main([str(path)]) == 0  # the tables only
+    assert main([str(path), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "cells median" in out and "nb.ipynb: 3 visible code cells over 30" in out
+    assert out.rstrip().endswith("lecture rules: 4 broken")
