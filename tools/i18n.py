@@ -409,12 +409,15 @@ def expected_editions() -> dict[Path, str]:
     }
 
 
-def generate() -> list[str]:
-    """Write ``notebooks/zh/``; remove editions whose catalog is gone. Returns what changed."""
+def generate(numbers: list[str] | None = None) -> list[str]:
+    """Write ``notebooks/zh/`` (only the editions of ``numbers``, if given); remove editions whose
+    catalog is gone. Returns what changed."""
     changed = []
     expected = expected_editions()
     ZH_DIR.mkdir(parents=True, exist_ok=True)
     for path, text in expected.items():
+        if numbers and path.name[:2] not in numbers:
+            continue
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             changed.append(f"wrote {path.relative_to(ROOT)}")
@@ -425,10 +428,10 @@ def generate() -> list[str]:
     return changed
 
 
-def report() -> tuple[list[str], int]:
-    """Lines for a translator, and the number of entries still to translate."""
+def report(numbers: list[str] | None = None) -> tuple[list[str], int]:
+    """Lines for a translator, and the number of entries still to translate (of ``numbers``, if given)."""
     lines, todo = [], 0
-    for notebook in english_notebooks():
+    for notebook in selected(numbers):
         number = notebook.name[:2]
         path = catalog_path(notebook)
         if not path.is_file():
@@ -446,10 +449,15 @@ def report() -> tuple[list[str], int]:
     return lines, todo
 
 
+def selected(numbers: list[str] | None) -> list[Path]:
+    """The English notebooks whose numbers are in ``numbers`` (all of them when it is empty)."""
+    return [p for p in english_notebooks() if not numbers or p.name[:2] in numbers]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Chinese edition: catalogs and notebooks/zh/.")
     parser.add_argument("what", choices=("update", "report", "generate", "all", "init"))
-    parser.add_argument("numbers", nargs="*", help="with init: the notebook numbers to start catalogs for")
+    parser.add_argument("numbers", nargs="*", help="the notebook numbers to work on (default: all; init needs them)")
     args = parser.parse_args(argv)
     if args.what == "init":
         for number in args.numbers:
@@ -460,17 +468,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"i18n: {catalog_path(matches[0]).relative_to(ROOT)}: {counts}")
         return 0
     if args.what in ("update", "all"):
-        for notebook in english_notebooks():
+        for notebook in selected(args.numbers):
             counts = update(notebook)
             if counts and any(counts.values()):
                 print(f"i18n: {notebook.stem}: {counts['new']} new, {counts['fuzzy']} stale (fuzzy), "
                       f"{counts['obsolete']} obsolete entries")
     if args.what in ("report", "all"):
-        lines, todo = report()
+        lines, todo = report(args.numbers)
         print("\n".join(lines))
         print(f"i18n: {todo} entries to translate or review" if todo else "i18n: every catalog is complete")
     if args.what in ("generate", "all"):
-        for line in generate() or ["notebooks/zh/ is up to date"]:
+        for line in generate(args.numbers) or ["notebooks/zh/ is up to date"]:
             print(f"i18n: {line}")
     return 0
 

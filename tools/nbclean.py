@@ -1,7 +1,9 @@
 """Keep notebooks in git clean: no outputs, no execution counts, whitelisted metadata.
 
-Cell metadata kept: ``tags`` and ``slideshow.slide_type`` (the slide types of
-tools/slidemeta.py, which ``make format`` runs next); everything else goes. Notebooks of
+Cell metadata kept: ``tags``, ``slideshow.slide_type`` (the slide types of
+tools/slidemeta.py, which ``make format`` runs next) and, on a **check cell**, what folds it
+away: ``jupyter.source_hidden`` (JupyterLab) and ``cellView: form`` (Colab); everything else
+goes. Notebooks of
 nbformat 4.5+ need an ``id`` on every cell (nbformat warns, and will refuse, otherwise): a
 missing one is derived from the cell's position and source, so cleaning stays deterministic.
 
@@ -24,8 +26,28 @@ KERNELS = {
     "python3": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
     "horovod": {"name": "horovod", "display_name": "Python (horovod)", "language": "python"},
 }
-ALLOWED_CELL_METADATA = {"tags", "slideshow"}
+ALLOWED_CELL_METADATA = {"tags", "slideshow", "jupyter", "cellView"}
+CHECK_TAG = "check"
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
+
+
+def is_check(cell: dict[str, Any]) -> bool:
+    """A **check cell**: a code cell tagged ``check``, its first line ``#@title Check: …``.
+
+    It holds the asserts that guard the claim the cell before it prints; it opens folded in
+    JupyterLab and Colab, and slides skip it."""
+    return cell.get("cell_type") == "code" and CHECK_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def _keep_folding(metadata: dict[str, Any], check: bool) -> None:
+    """A check cell gets the metadata that folds it and the slide type skip; no other cell folds."""
+    if check:
+        metadata["jupyter"] = {"source_hidden": True}
+        metadata["cellView"] = "form"
+        metadata["slideshow"] = {"slide_type": "skip"}
+    else:
+        metadata.pop("jupyter", None)
+        metadata.pop("cellView", None)
 
 
 def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +63,7 @@ def clean_notebook(nb: dict[str, Any]) -> dict[str, Any]:
         metadata = {k: v for k, v in cell.get("metadata", {}).items() if k in ALLOWED_CELL_METADATA}
         if not metadata.get("tags", True):
             metadata.pop("tags")
+        _keep_folding(metadata, is_check(cell))
         if "slideshow" in metadata:
             slide_type = (metadata["slideshow"] or {}).get("slide_type")
             if slide_type in SLIDE_TYPES:

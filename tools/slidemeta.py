@@ -8,6 +8,8 @@ JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all 
 
 * a Markdown cell with an H1 or H2 heading starts a **slide**; H3 and deeper a **subslide**;
 * the setup section (its ``## Setup`` heading cell and the setup code cell) is **skip**: plumbing;
+* a check cell (tagged ``check``: the folded asserts behind a claim) is **skip**, and the cell
+  after it is placed as if the check cell were not there;
 * other Markdown: a **subslide** when it follows code (a new step of the story), else it
   continues the slide (``-``);
 * a code cell right after its explanation stays on that slide: a **fragment** (it appears on
@@ -30,6 +32,7 @@ from typing import Any
 from tools.nbclean import (  # one list of types, one serialisation (run as python -m tools.slidemeta)
     SLIDE_TYPES,
     dumps,
+    is_check,
 )
 
 SHORT_CODE_LINES = 12
@@ -53,16 +56,17 @@ def heading_level(cell: dict[str, Any]) -> int:
 def is_setup(cell: dict[str, Any]) -> bool:
     """The setup code cell (``course = utils.setup(...)``) or the ``## Setup`` heading."""
     source = _source(cell)
-    if cell.get("cell_type") == "code":
-        return "utils.setup(" in source
+    if cell.get("cell_type") == "code":  # not a %%writefile program that calls utils.setup itself
+        return "course = utils.setup(" in source and not source.lstrip().startswith("%%")
     return source.lstrip().split("\n", 1)[0].strip().lower().startswith("## setup")
 
 
 def slide_type(cells: list[dict[str, Any]], index: int) -> str:
     """The slide type the rules above give cell ``index`` of ``cells``."""
     cell = cells[index]
-    previous = cells[index - 1] if index else None
-    if is_setup(cell):
+    shown = [c for c in cells[:index] if not is_check(c)]  # slides skip check cells
+    previous = shown[-1] if shown else None
+    if is_setup(cell) or is_check(cell):
         return "skip"
     level = heading_level(cell)
     if level in (1, 2):
@@ -85,7 +89,7 @@ def add_slide_metadata(nb: dict[str, Any], reset: bool = False) -> dict[str, Any
     for index, cell in enumerate(cells):
         metadata = cell.setdefault("metadata", {})
         current = metadata.get("slideshow", {}).get("slide_type")
-        if reset or current not in SLIDE_TYPES:
+        if reset or current not in SLIDE_TYPES or (is_check(cell) and current != "skip"):
             metadata["slideshow"] = {"slide_type": slide_type(cells, index)}
     return nb
 
