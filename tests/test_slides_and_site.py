@@ -182,3 +182,66 @@ def test_the_chinese_edition_builds_with_the_english_outputs_and_a_switch(
     chinese["cells"][5]["source"] = "2 + 3  # 二加三"  # different code: the English output does not fit
     (root / "notebooks" / "zh" / "03_tiny.ipynb").write_text(json.dumps(chinese), encoding="utf-8")
     assert build_site.read_notebook(root / "notebooks" / "zh" / "03_tiny.ipynb", "zh").cells[5].outputs == []
+
+
+def with_check_cell(nb: dict) -> dict:
+    """``nb`` with a check cell after the ``2 + 2`` cell (index 6), as tools/nbclean.py leaves it."""
+    check = code("#@title Check: two and two make four\nassert 2 + 2 == 4, 'arithmetic'")
+    check["metadata"] = {"tags": ["check"]}
+    check["id"] = "cell-check"
+    nb["cells"].insert(6, check)
+    return clean_notebook(nb)
+
+
+def test_check_cells_are_skipped_by_slides_and_the_next_cell_placed_without_them() -> None:
+    nb = add_slide_metadata(with_check_cell(tiny_notebook()), reset=True)
+    check = nb["cells"][6]
+    assert check["metadata"] == {
+        "tags": ["check"], "jupyter": {"source_hidden": True}, "cellView": "form", "slideshow": {"slide_type": "skip"}
+    }
+    types = [c["metadata"]["slideshow"]["slide_type"] for c in nb["cells"]]
+    # as without the check cell: "It is four." follows code, so a subslide
+    assert types == ["slide", "slide", "skip", "skip", "slide", "fragment", "skip", "subslide", "subslide", "-", "slide"]
+    nb["cells"][6]["metadata"]["slideshow"] = {"slide_type": "fragment"}  # set by hand: a check cell stays skipped
+    assert add_slide_metadata(nb)["cells"][6]["metadata"]["slideshow"] == {"slide_type": "skip"}
+
+
+def test_check_cells_are_folded_on_the_site_and_absent_from_the_slides(tmp_path: Path) -> None:
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed: the slides/site build cannot run")
+    from tools import build_site
+
+    source = tmp_path / "executed"
+    source.mkdir()
+    nb = with_check_cell(tiny_notebook())
+    nb["cells"][6]["metadata"]["slideshow"] = {"slide_type": "-"}  # a stale slide type: the build skips it anyway
+    (source / "03_tiny.ipynb").write_text(json.dumps(add_slide_metadata(nb)), encoding="utf-8")
+    notebooks = build_site.find_notebooks(source)
+    (slides,) = build_site.build_slides(notebooks, tmp_path / "slides")
+    assert "two and two make four" not in slides.read_text(encoding="utf-8")
+    build_site.build_book(notebooks, tmp_path / "site")
+    page = (tmp_path / "site" / "03_tiny.html").read_text(encoding="utf-8")
+    folded = re.search(r'<details class="check-cell"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
+    assert folded and folded.group(1) == "Check: two and two make four"
+    assert "arithmetic" in folded.group(2) and folded.group(2).count("<div") == folded.group(2).count("</div>")
+    assert page.count('<details class="check-cell">') == 1 and "details.check-cell" in page  # its style
+    assert "x19" in page  # the other cells are untouched
+
+
+def test_fold_checks_leaves_pages_without_check_cells_alone() -> None:
+    from tools.build_site import check_title, fold_checks
+
+    assert fold_checks("<html><head></head><body><div>x</div></body></html>", []) == (
+        "<html><head></head><body><div>x</div></body></html>"
+    )
+    assert check_title({"source": ["#@title 检查：四\n", "assert ok"]}) == "检查：四"
+    assert check_title({"source": "assert ok"}) == "Check"
+
+
+def test_a_program_that_calls_utils_setup_is_not_the_setup_cell() -> None:
+    from tools.slidemeta import is_setup
+
+    assert is_setup(code("import utils\n\ncourse = utils.setup(chapter=4)"))
+    program = code("%%writefile programs/scaling.py\nimport utils\nchild = utils.setup(chapter=4, logical_devices=2)")
+    assert not is_setup(program)  # a program a slide shows, not the plumbing slides skip
+    cells = [md("## 1 · A program\n\nIt runs in a fresh process."), program]
+    assert slide_type(cells, 1) == "-"

@@ -20,6 +20,9 @@
   other language's. Its code is the English code (only comments differ), so a Chinese notebook
   takes its outputs from the English executed copy in ``build/``, cell by cell where the code is
   the same: ``make run`` executes each notebook once.
+* **Check cells** (tagged ``check``, tools/nbclean.py: the asserts behind a claim) are skipped by
+  the slides and folded on the site: their code sits in a ``<details>`` element whose summary is
+  the cell's ``#@title`` line, closed until a reader opens it.
 
 Why not Jupyter Book: version 2 (mystmd) downloads its site theme at build time, which an
 offline machine cannot; version 1 would add Sphinx and a dozen packages to the course
@@ -161,6 +164,57 @@ def read_notebook(path: Path, lang: str = "en") -> Any:
     return nb
 
 
+CHECK_TITLE = re.compile(r"^\s*#\s*@title\s+(.*)$")
+CHECK_INPUT = re.compile(r'<div [^>]*class="jp-Cell jp-CodeCell[^"]*\bcelltag_check\b[^"]*"[^>]*>\s*(?=<div class="jp-Cell-inputWrapper")')
+FOLD_STYLE = (
+    "<style>details.check-cell{margin:.2rem 0 .2rem 4.5rem}"
+    "details.check-cell>summary{cursor:pointer;color:#555;font:italic .9rem system-ui,sans-serif}</style>"
+)
+
+
+def is_check(cell: Any) -> bool:
+    """A check cell: a code cell tagged ``check`` (tools/nbclean.py)."""
+    return cell.get("cell_type") == "code" and "check" in cell.get("metadata", {}).get("tags", [])
+
+
+def check_title(cell: Any) -> str:
+    """What a folded check cell says: its ``#@title`` line (``Check: …``), else ``Check``."""
+    source = cell.get("source", "")
+    first = ("".join(source) if isinstance(source, list) else source).lstrip("\n").split("\n", 1)[0]
+    match = CHECK_TITLE.match(first)
+    return match.group(1).strip() if match else "Check"
+
+
+def skip_checks(nb: Any) -> int:
+    """Give every check cell the slide type skip (slides never show them); returns how many."""
+    cells = [c for c in nb.cells if is_check(c)]
+    for cell in cells:
+        cell.metadata["slideshow"] = {"slide_type": "skip"}
+    return len(cells)
+
+
+def fold_checks(html_text: str, titles: list[str]) -> str:
+    """A rendered page (nbconvert's lab template) with the input of every check cell folded in a
+    ``<details>`` whose summary is the cell's title (``titles``, the check cells' in order)."""
+    out, at, found = [], 0, 0
+    for match in CHECK_INPUT.finditer(html_text):
+        start = match.end()
+        depth, pos = 0, start
+        for tag in re.finditer(r"<div\b|</div>", html_text[start:]):  # the input wrapper's own </div>
+            depth += 1 if tag.group(0) == "<div" else -1
+            if depth == 0:
+                pos = start + tag.end()
+                break
+        title = titles[found] if found < len(titles) else "Check"
+        out += [html_text[at:start], f'<details class="check-cell"><summary>{html.escape(title)}</summary>',
+                html_text[start:pos], "</details>"]
+        at, found = pos, found + 1
+    if not found:
+        return html_text
+    out.append(html_text[at:])
+    return re.sub(r"</head>", lambda m: FOLD_STYLE + m.group(0), "".join(out), count=1)
+
+
 def add_switch(html_text: str, href: str, label: str) -> str:
     """``html_text`` with a link to the other language's version, top right of the page."""
     link = (
@@ -215,6 +269,7 @@ def build_slides(notebooks: list[Path], out: Path, lang: str = "en") -> list[Pat
         nb = read_notebook(path, lang)
         source = ROOT / "notebooks" / ("zh" if lang == "zh" else "") / path.name
         synced = sync_slide_types(nb, source)
+        skip_checks(nb)
         body, _ = exporter.from_notebook_node(nb)
         if synced:
             print(f"build_site: {path.name}: slide types of {synced} cells taken from {source.relative_to(ROOT)}")
@@ -258,6 +313,7 @@ def build_book(notebooks: list[Path], out: Path, slides: Path | None = None, lan
     for path in notebooks:
         nb = read_notebook(path, lang)
         body, _ = exporter.from_notebook_node(nb)
+        body = fold_checks(body, [check_title(c) for c in nb.cells if is_check(c)])
         ran = any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
         executed += ran
         other = other_language(path, lang, ".html")
