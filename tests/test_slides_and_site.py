@@ -244,4 +244,4 @@ def test_a_program_that_calls_utils_setup_is_not_the_setup_cell() -> None:
     program = code("%%writefile programs/scaling.py\nimport utils\nchild = utils.setup(chapter=4, logical_devices=2)")
     assert not is_setup(program)  # a program a slide shows, not the plumbing slides skip
     cells = [md("## 1 · A program\n\nIt runs in a fresh process."), program]
-    assert slide_type(cells, 1) == "-"
+    assert slide_type(cells, 1) == "fragment"  # shown with its explanation, not skipped
