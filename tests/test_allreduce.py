@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import json
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +19,7 @@ from utils.allreduce import (
     parameter_server_allreduce,
     parameter_server_time,
     ring_allreduce,
+    ring_allreduce_numpy,
     ring_allreduce_time,
     ring_initial_holdings,
 )
@@ -236,3 +243,49 @@ def test_links_are_sourced_and_ordered() -> None:
     assert LINKS["10 GbE"].bytes_per_second == 1.25e9
     assert LINKS["100 GbE"].bytes_per_second < LINKS["PCIe 3.0 x16"].bytes_per_second
     assert LINKS["NVLink 4 (H100)"].bytes_per_second > LINKS["NVLink 2 (V100)"].bytes_per_second
+
+
+# ---------------------------------------------------------------- the ring of notebook 01 §3
+
+NOTEBOOK_01 = Path(__file__).resolve().parent.parent / "notebooks" / "01_distributed_training_theory.ipynb"
+
+
+def notebook_function(path: Path, name: str) -> str:
+    """The source of the top-level function ``name`` defined in a code cell of notebook ``path``."""
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "code" or f"def {name}(" not in source:
+            continue
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return ast.get_source_segment(source, node) or ""
+    raise AssertionError(f"{path.name} defines no function {name}")
+
+
+def normalised(source: str) -> str:
+    return "\n".join(line.rstrip() for line in textwrap.dedent(source).strip().splitlines())
+
+
+def test_notebook_ring_is_the_utils_ring() -> None:
+    """Notebook 01 writes the ring on the page; utils holds the same code (d2l's ``#@save``)."""
+    on_page = notebook_function(NOTEBOOK_01, "ring_allreduce_numpy")
+    assert normalised(on_page) == normalised(inspect.getsource(ring_allreduce_numpy))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+@pytest.mark.parametrize("length", [1, 10, 17])
+def test_ring_numpy_equals_the_recorded_ring(n: int, length: int) -> None:
+    grads = gradients(n, length, np.float32)
+    outputs, sent = ring_allreduce_numpy(grads)
+    trace = ring_allreduce(grads)
+    for i in range(n):
+        np.testing.assert_array_equal(outputs[i], trace.outputs[f"gpu{i}"])
+    assert sent == [trace.bytes_sent()[f"gpu{i}"] for i in range(n)]
+
+
+def test_ring_numpy_does_not_modify_inputs() -> None:
+    grads = gradients(3, 7)
+    before = [g.copy() for g in grads]
+    ring_allreduce_numpy(grads)
+    for g, b in zip(grads, before, strict=True):
+        np.testing.assert_array_equal(g, b)

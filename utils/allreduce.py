@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["LINKS", "CommStep", "CommTrace", "Link", "Transfer", "chunk_bounds", "parameter_server_allreduce",
-           "parameter_server_time", "ring_allreduce", "ring_allreduce_time", "ring_initial_holdings"]
+           "parameter_server_time", "ring_allreduce", "ring_allreduce_numpy", "ring_allreduce_time",
+           "ring_initial_holdings"]
 
 
 # --- Records of a simulated collective
@@ -234,6 +235,26 @@ def ring_allreduce(tensors: Sequence[np.ndarray], *, record_holdings: bool = Fal
         steps=steps,
         gradient_nbytes=flat[0].nbytes,
     )
+
+
+# The ring as notebook 01 §3 writes it on the page (d2l's ``#@save``): the same source, kept
+# identical by tests/test_allreduce.py. No trace, only the results and the bytes each node sent.
+def ring_allreduce_numpy(grads: list[np.ndarray]) -> tuple[list[np.ndarray], list[int]]:
+    """Ring AllReduce: every node ends with the sum. Returns the results and bytes sent."""
+    n = len(grads)
+    chunks = [np.array_split(g.copy(), n) for g in grads]  # chunks[node][c]
+    sent = [0] * n  # bytes each node sends
+    for step in range(2 * (n - 1)):
+        reduce = step < n - 1  # n - 1 scatter-reduce steps, then n - 1 all-gather steps
+        s = step if reduce else step - (n - 1)
+        # node i sends chunk (i - s) % n while reducing, (i + 1 - s) % n while gathering
+        out = [(i, (i - s + (0 if reduce else 1)) % n) for i in range(n)]
+        data = [chunks[i][c].copy() for i, c in out]  # everyone sends first ...
+        for (i, c), d in zip(out, data, strict=True):  # ... then everyone receives
+            right = (i + 1) % n
+            chunks[right][c] = chunks[right][c] + d if reduce else d
+            sent[i] += d.nbytes
+    return [np.concatenate(c) for c in chunks], sent
 
 
 def ring_initial_holdings(n: int) -> np.ndarray:
