@@ -142,8 +142,9 @@ def setup(
         )
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
     # oneDNN's CPU kernels on every x86 CPU, not only where TensorFlow turns them on by itself
-    # (AVX-512 ones): notebooks 03, 06 and 09 show their behaviour (allocator statistics, the
-    # empty-replica crash), and this kernel's child processes inherit the setting
+    # (CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX: IsMklEnabled in TF 2.21's
+    # tensorflow/core/util/port.cc): notebooks 03, 06 and 09 show their behaviour (allocator
+    # statistics, the empty-replica crash), and this kernel's child processes inherit the setting
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     from infra import rehearsal
 
