@@ -12,7 +12,7 @@ TB_PORT   ?= 6006
 # `make lab COURSE_LANG=zh`; README.zh.md). Both stay reachable in JupyterLab's file browser.
 COURSE_LANG ?= en
 
-.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides book format lint i18n horovod slurm bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides slide-check book format lint i18n horovod slurm bench tensorboard gpu-check clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -61,6 +61,12 @@ run: venv
 # tools/check_site.sh screenshots both with headless Chromium.
 slides: venv
 	$(PY) tools/build_site.py slides
+
+# The slides at a projector's 1280x720: headless Chromium counts, per notebook, the slides whose
+# content is taller or wider than the slide, the %%writefile programs' slides apart (tools/slide_overflow.py;
+# needs chromium, and build/reveal.js from tools/get_revealjs.sh to work offline). Not part of make test.
+slide-check: slides
+	$(PY) tools/slide_overflow.py
 
 book: venv
 	$(PY) tools/build_site.py all

@@ -245,3 +245,43 @@ def test_a_program_that_calls_utils_setup_is_not_the_setup_cell() -> None:
     assert not is_setup(program)  # a program a slide shows, not the plumbing slides skip
     cells = [md("## 1 · A program\n\nIt runs in a fresh process."), program]
     assert slide_type(cells, 1) == "fragment"  # shown with its explanation, not skipped
+
+
+def test_slide_overflow_says_tall_and_wide() -> None:
+    from tools.slide_overflow import overflowing
+
+    fits = {"height": 690, "width": 1100, "cut": 0, "slide": [1100, 700]}
+    assert overflowing(fits) == []
+    assert overflowing({**fits, "height": 702}) == ["tall"]
+    assert overflowing({**fits, "cut": 1}) == ["wide"] and overflowing({**fits, "width": 1200}) == ["wide"]
+
+
+@pytest.mark.slow
+def test_slide_overflow_measures_a_built_slideshow_in_chromium(tmp_path: Path) -> None:
+    """A 60-line cell is taller than the slide, a 150-character line is cut off at the right, a
+    %%writefile program's slide is counted apart, and a short slide fits (reveal.js offline:
+    tools/get_revealjs.sh)."""
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed: the slides cannot be built")
+    from tools import build_site, slide_overflow
+
+    chrome = slide_overflow.browser()
+    if chrome is None or not (build_site.ROOT / "build" / "reveal.js" / "dist" / "reveal.js").is_file():
+        pytest.skip("needs chromium and build/reveal.js (tools/get_revealjs.sh)")
+    nb = tiny_notebook()
+    nb["cells"][8]["source"] = "\n".join(f"x{i} = {i}" for i in range(60))  # "### A detail"'s code: tall
+    nb["cells"][5]["source"] = "y = " + " + ".join(["1"] * 50)  # §1's code: a 200-character line
+    program = code("%%writefile programs/w.py\n" + "\n".join(f"print({i})" for i in range(60)))
+    program["id"] = "cell-program"
+    nb["cells"].insert(9, program)
+    source = tmp_path / "executed"
+    source.mkdir()
+    (source / "03_tiny.ipynb").write_text(json.dumps(add_slide_metadata(nb, reset=True)), encoding="utf-8")
+    (slides,) = build_site.build_slides(build_site.find_notebooks(source), tmp_path / "slides")
+    measured = slide_overflow.measure(slides, chrome)
+    how = {(s["title"][:12], s["program"]): slide_overflow.overflowing(s) for s in measured}
+    assert how[("1 · Adding (", False)] == ["wide"]
+    assert how[("A detail¶", False)] == ["tall"]
+    assert how[("%%writefile ", True)] == ["tall"]
+    assert how[("Summary¶", False)] == [] and how[("3 · Tiny (小)", False)] == []
+    lines, over, total = slide_overflow.report([slides], chrome)
+    assert (over, total) == (2, len(measured)) and "(3 with the 1 of %%writefile programs)" in lines[3]
