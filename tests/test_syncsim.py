@@ -122,3 +122,35 @@ def test_async_controls_isolate_staleness(problem) -> None:  # noqa: ANN001
         simulate_async_sgd(problem, times, lr=lr, until=until, data="some")
     with pytest.raises(ValueError, match="batch_size"):
         simulate_async_sgd(problem, times, lr=lr, until=until, data="all", batch_size=4)
+
+
+# ---------------------------------------------------------------- the async loop of notebook 01 §2
+
+
+def notebook_async_sgd():  # noqa: ANN201
+    """Notebook 01 §2 writes the async-SGD loop on the page: its ``async_sgd``, defined here."""
+    import heapq
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "01_distributed_training_theory.ipynb"
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and "def async_sgd(" in source:
+            namespace = {"np": np, "heapq": heapq}
+            exec(compile(source, f"{path.name}:async_sgd", "exec"), namespace)
+            return namespace["async_sgd"]
+    raise AssertionError(f"{path.name} defines no async_sgd")
+
+
+@pytest.mark.parametrize("stale", [True, False])
+@pytest.mark.parametrize(("slowdown", "seed"), [(2.0, 0), (4.0, 3), (1.0, 7)])
+def test_notebook_loop_is_the_simulator(problem, stale: bool, slowdown: float, seed: int) -> None:  # noqa: ANN001
+    """The loop on the page and simulate_async_sgd (which also records events) agree update for update."""
+    times = WorkerTimes(4, jitter=0.3, straggler=3, slowdown=slowdown, seed=seed)
+    lr = 0.2 / problem.smoothness()
+    losses, staleness = notebook_async_sgd()(problem, times, lr, 40.0, stale=stale)
+    trace = simulate_async_sgd(problem, times, lr=lr, until=40.0, stale=stale)
+    np.testing.assert_allclose(losses, trace.losses, rtol=1e-12)
+    np.testing.assert_array_equal(staleness, trace.staleness)
+    assert len(losses) > 100 and (staleness.max() > 0) == stale

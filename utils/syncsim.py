@@ -238,7 +238,8 @@ def simulate_async_sgd(
     Each worker repeatedly reads the current weights, computes its gradient for as long as
     :meth:`WorkerTimes.duration` says, and applies it with step ``lr`` to the weights *as they
     are then*. The staleness of an update is the number of updates applied by others in
-    between. Events at the same instant are applied in worker order. Used in notebook 01.
+    between. Events at the same instant are applied in worker order. Used in notebook 01, whose
+    §2 shows the same loop as ``async_sgd`` (tests/test_syncsim.py checks the two agree).
 
     Controls for notebook 01's fair comparison: ``data="all"`` makes every gradient one of the
     *whole* data set (as a synchronous step's average is), instead of the worker's shard;
