@@ -51,6 +51,7 @@ def main() -> None:
         tf.data.Dataset.from_tensor_slices((data.x, data.y))
         .shuffle(len(data), seed=42)
         .batch(global_batch, drop_remainder=True)
+        .repeat()  # one iterator for the whole fit (notebook 04 §5)
     )
     steps_per_epoch = len(data) // global_batch
     with strategy.scope():
@@ -90,7 +91,13 @@ def main() -> None:
             )
 
     backup = keras.callbacks.BackupAndRestore(backup_dir=args.backup_dir)
-    history = model.fit(dataset, epochs=args.epochs, callbacks=[backup, Progress()], verbose=0)
+    history = model.fit(
+        dataset,
+        epochs=args.epochs,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=[backup, Progress()],
+        verbose=0,
+    )
     report(
         epochs_run=epochs_run,
         steps_per_epoch=steps_per_epoch,

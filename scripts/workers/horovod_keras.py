@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         .shard(hvd.size(), hvd.rank())
         .shuffle(shard_size, seed=args.seed + hvd.rank())
         .batch(args.batch_size, drop_remainder=True)
+        .repeat()  # one iterator for the whole fit, with steps_per_epoch (docs/frozen-epochs.md)
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     history = model.fit(
         dataset,
         epochs=args.epochs,
+        steps_per_epoch=steps_per_epoch,
         callbacks=callbacks,
         verbose=2 if hvd.rank() == 0 else 0,
     )

@@ -70,8 +70,10 @@ def main() -> None:
         tf.data.Dataset.from_tensor_slices((train.x, train.y))
         .shuffle(len(train), seed=42)
         .batch(global_batch, drop_remainder=True)
+        .repeat()  # one iterator for the whole fit (notebook 04 §5)
         .with_options(options)
     )
+    steps_per_epoch = len(train) // global_batch
     val_ds = tf.data.Dataset.from_tensor_slices((val.x, val.y)).batch(global_batch).with_options(options)
 
     with strategy.scope():
@@ -106,7 +108,11 @@ def main() -> None:
         callbacks.append(keras.callbacks.BackupAndRestore(backup_dir=args.backup_dir))
     callbacks.append(Progress())
     history = model.fit(
-        train_ds, epochs=args.epochs, callbacks=callbacks, verbose=2 if task.endswith(":0") else 0
+        train_ds,
+        epochs=args.epochs,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=callbacks,
+        verbose=2 if task.endswith(":0") else 0,
     )
     results = model.evaluate(val_ds, verbose=0, return_dict=True)
     report(

@@ -1,0 +1,124 @@
+"""Frozen epochs (issue 50): ``fit(ds, epochs=6)`` against ``fit(ds.repeat(), steps_per_epoch=…)``.
+
+Keras 3 makes a new tf.data iterator every epoch when ``steps_per_epoch`` is None, and
+TensorFlow 2.21 frees the previous one — read inside the train function — by waiting for its
+autotuning thread (docs/frozen-epochs.md). Notebook 04's CNN and doodles, ``MirroredStrategy`` on
+4 logical CPU devices (``--strategy none``: no strategy), the same batches, six epochs; each fit
+run two ways, alternating:
+
+1. **plain**: ``fit(ds, epochs=6)`` — what the course did;
+2. **repeated**: ``fit(ds.repeat(), epochs=6, steps_per_epoch=n // B)`` — one iterator per fit.
+
+Printed: every epoch's seconds, then per way the median and worst epoch (epochs 2–6: epoch 1
+traces) and how many epochs took more than 1.5× that median. ``--stack-after S`` dumps every
+Python thread's stack when an epoch has run ``S`` s (``faulthandler``), to see where a stall waits.
+
+    python benchmarks/bench_epoch_stalls.py                 # make bench: 1 fit each way, ~4 min
+    python benchmarks/bench_epoch_stalls.py --fits 10       # the acceptance run, ~25 min idle
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--fits", type=int, default=1, help="six-epoch fits of each way")
+    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--limit", type=int, default=12_000, help="training doodles (04 full: all)")
+    p.add_argument("--strategy", choices=["mirrored", "none"], default="mirrored")
+    p.add_argument("--validation", action="store_true", help="also validate after every epoch")
+    p.add_argument("--stack-after", type=float, default=0.0, help="dump stacks after S s of an epoch")
+    args = p.parse_args(argv)
+
+    import utils
+
+    course = utils.setup(chapter=4, logical_devices=4)
+    import keras
+    import tensorflow as tf
+
+    from utils import models, training
+
+    data = training.doodle_arrays("full", "train", limit=args.limit)
+    val = training.doodle_arrays("full", "val")
+    if args.strategy == "mirrored":
+        strategy = tf.distribute.MirroredStrategy(course.devices)
+    else:
+        strategy = tf.distribute.get_strategy()
+    batch = val_batch = 128  # notebook 04: 32 per replica on 4 replicas
+    steps = len(data) // batch
+    val_steps = -(-len(val) // val_batch)
+
+    def dataset(x, y, b, shuffle=True):
+        ds = tf.data.Dataset.from_tensor_slices((x, y))
+        ds = ds.shuffle(len(y), seed=42) if shuffle else ds
+        return ds.batch(b, drop_remainder=shuffle).prefetch(tf.data.AUTOTUNE)
+
+    class Clock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.seconds: list[float] = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if args.stack_after:
+                faulthandler.dump_traceback_later(args.stack_after, file=sys.stderr)
+            self.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seconds.append(time.perf_counter() - self.start)
+            faulthandler.cancel_dump_traceback_later()
+
+    def one_fit(way: str) -> list[float]:
+        with strategy.scope():
+            model = models.build_cnn(data.num_classes)
+            model.compile(keras.optimizers.Adam(1e-3),
+                          keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
+        clock = Clock()
+        start = time.perf_counter()
+        train_ds = dataset(data.x, data.y, batch)
+        val_ds = dataset(val.x, val.y, val_batch, shuffle=False) if args.validation else None
+        if way == "plain":  # frozen-epochs: on purpose
+            model.fit(train_ds, validation_data=val_ds, epochs=args.epochs, callbacks=[clock], verbose=0)
+        else:
+            model.fit(
+                train_ds.repeat(),
+                steps_per_epoch=steps,
+                validation_data=val_ds.repeat() if val_ds is not None else None,
+                validation_steps=val_steps if val_ds is not None else None,
+                epochs=args.epochs,
+                callbacks=[clock],
+                verbose=0,
+            )
+        clock.seconds.append(time.perf_counter() - start - sum(clock.seconds))  # setup + teardown
+        return clock.seconds
+
+    ways = ("plain", "repeated")
+    epochs: dict[str, list[list[float]]] = {way: [] for way in ways}
+    for turn in range(args.fits):
+        for way in ways if turn % 2 == 0 else ways[::-1]:
+            *seconds, outside = one_fit(way)
+            epochs[way].append(seconds)
+            print(f"fit {turn + 1} {way:>8}: epochs " + " ".join(f"{s:5.1f}" for s in seconds)
+                  + f", outside the epochs {outside:4.1f} s", flush=True)  # fmt: skip
+    where = f"{strategy.num_replicas_in_sync} replica(s), {course.device_kind}, {steps} steps of {batch}"
+    print(f"== {args.fits} fit(s) of {args.epochs} epochs each way, {where}"
+          f"{', with validation' if args.validation else ''}:")  # fmt: skip
+    for way in ways:
+        later = [s for fit in epochs[way] for s in fit[1:]]  # epoch 1 traces the function
+        median, worst = statistics.median(later), max(later)
+        stalled = sum(s > 1.5 * median for s in later)
+        print(f"{way:>8}: median epoch {median:.2f} s, worst {worst:.2f} s ({worst / median:.2f}× the median), "
+              f"{stalled} of {len(later)} epochs over 1.5× the median")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
