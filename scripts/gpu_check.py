@@ -10,6 +10,10 @@ for people who have them. It executes each notebook with smoke settings under
   device plan, and per notebook: pass/fail, seconds, the failing cells and their errors;
 * ``build/gpu-check.md`` — the same as a short Markdown table to paste into an issue.
 
+Both also hold **what changes on a real GPU** (:data:`GPU_DIFFERENCES`): the mechanisms the CPU
+run of the notebooks cannot show (NCCL vs RING, float16 vs bfloat16, TF32, XLA on the GPU, peak
+memory), each next to what :func:`gpu_facts` measured on this machine — or "not measured".
+
 It refuses with one line (exit code 2) when ``nvidia-smi`` lists no GPU, and when TensorFlow sees
 fewer GPUs than ``nvidia-smi`` (the CPU-only wheel: install ``tensorflow[and-cuda]``). A notebook
 that hangs is stopped after ``--notebook-timeout`` seconds and reported as such.
@@ -38,6 +42,49 @@ NOTEBOOKS = ["00", "01", "02", "03", "04", "05", "06", "08", "09"]
 NO_GPU = "gpu-check: no GPU found (nvidia-smi lists none): this check is for machines with GPUs; `make test` checks the CPU path"
 CPU_BUILD = ("gpu-check: TensorFlow sees {seen} of the {listed} GPU(s) nvidia-smi lists — the CPU-only wheel? "
              "Install the GPU build: pip install 'tensorflow[and-cuda]==2.21.0'")
+# What changes on a real GPU (notebook 08's box): (mechanism, the CPU run, what to look at, fact key).
+GPU_DIFFERENCES = [
+    ("all-reduce", "RING collectives on logical CPU devices",
+     "MirroredStrategy asks for NCCL with one replica per physical GPU, RING with logical GPUs", "allreduce"),
+    ("16-bit compute", "mixed_bfloat16, no loss scaling needed",
+     "mixed_float16 + loss scaling (overflowing steps are skipped); bfloat16 needs compute capability 8.0+",
+     "compute_capability"),
+    ("TF32", "none (CPU)", "on by default on Ampere+ (8.0+): float32 matmuls lose precision, 1e-5 tolerances "
+     "may fail, mixed_float16 gains less", "tf32"),
+    ("XLA", "compiled for the CPU", "compiled for the GPU: other kernels, other speed-up", "xla"),
+    ("peak memory", "not available on a CPU", "tf.config.experimental.get_memory_info('GPU:0')['peak']",
+     "peak_memory_mb"),
+]
+_FACTS_CODE = """
+import json, tensorflow as tf
+facts = {}
+gpus = tf.config.list_physical_devices("GPU")
+if not gpus:
+    print(json.dumps({"error": "TensorFlow sees no GPU"}))
+    raise SystemExit
+def fact(key, fn):
+    try:
+        facts[key] = fn()
+    except Exception as error:  # a fact that cannot be measured says why
+        facts[key] = f"error: {type(error).__name__}: {str(error)[:100]}"
+cc = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+fact("compute_capability", lambda: ".".join(map(str, cc)) if cc else "unknown")
+fact("tf32", lambda: "enabled" if tf.config.experimental.tensor_float_32_execution_enabled() else "disabled")
+def allreduce():
+    ops = tf.distribute.MirroredStrategy().extended._collective_ops
+    return f"{type(ops).__name__}, {ops._options.implementation.value}"
+fact("allreduce", allreduce)
+def xla():
+    with tf.device("GPU:0"):
+        return float(tf.function(lambda x: tf.reduce_sum(x * 2.0), jit_compile=True)(tf.ones(8)).numpy())
+fact("xla", lambda: "compiles and runs on GPU:0" if xla() == 16.0 else "wrong result")
+def peak():
+    with tf.device("GPU:0"):
+        tf.linalg.matmul(tf.ones((2048, 2048)), tf.ones((2048, 2048))).numpy()
+    return round(tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20, 1)
+fact("peak_memory_mb", peak)
+print(json.dumps(facts))
+"""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FAILED_CELL = re.compile(r"^FAILED \S+::Cell (\d+)")
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|StopIteration|Interrupt))\b:?\s*(.*)$")
@@ -61,6 +108,17 @@ def tensorflow_build(timeout: float = 300) -> dict[str, Any]:
     result = run_python(code, timeout=timeout)
     if result.timed_out:
         return {"error": f"importing TensorFlow took longer than {timeout:.0f} s"}
+    if not result.ok:
+        return {"error": result.tail(1)}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def gpu_facts(timeout: float = 300) -> dict[str, Any]:
+    """What this machine's GPU 0 does where the CPU run differs (keys of :data:`GPU_DIFFERENCES`),
+    measured in a fresh process; ``{"error": ...}`` when it cannot run, never an exception."""
+    result = run_python(_FACTS_CODE, timeout=timeout)
+    if result.timed_out:
+        return {"error": f"the GPU probe took longer than {timeout:.0f} s"}
     if not result.ok:
         return {"error": result.tail(1)}
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -97,9 +155,15 @@ def run_notebook(path: Path, log_dir: Path, timeout: float) -> dict[str, Any]:
             "failures": problems, "log": str(log_path)}
 
 
-def make_report(gpus: list[GpuInfo], driver: str, tf_build: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON report (pure: the tests build one from made-up results)."""
+def make_report(gpus: list[GpuInfo], driver: str, tf_build: dict[str, Any], results: list[dict[str, Any]],
+                facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON report (pure: the tests build one from made-up results). ``facts`` are
+    :func:`gpu_facts`' measurements; a mechanism without one is reported "not measured"."""
     plan = plan_devices(gpus, 2)
+    facts = facts or {}
+    differences = [{"mechanism": m, "cpu_run": cpu, "look_at": look,
+                    "measured": str(facts[key]) if key in facts else f"not measured ({facts.get('error', 'no probe')})"}
+                   for m, cpu, look, key in GPU_DIFFERENCES]
     return {
         "gpus": [{"name": g.name, "memory_mb": g.memory_mb} for g in gpus],
         "driver": driver,
@@ -108,6 +172,7 @@ def make_report(gpus: list[GpuInfo], driver: str, tf_build: dict[str, Any], resu
         "rehearsal": os.environ.get("COURSE_REHEARSE_GPUS"),
         "plan": {"kind": plan.kind, "replicas": plan.replicas, "describe": plan.describe()},
         "notebooks": results,
+        "gpu_differences": differences,
         "passed": all(r["passed"] for r in results) and bool(results),
     }
 
@@ -128,6 +193,12 @@ def markdown(report: dict[str, Any]) -> str:
     for r in report["notebooks"]:
         result = "pass" if r["passed"] else "FAIL: " + "; ".join(r["failures"]).replace("|", "\\|")
         lines.append(f"| {r['notebook']} | {result} | {r['seconds']:.0f} |")
+    lines += ["", "What changes on a real GPU:", "",
+              "| mechanism | CPU run of the notebooks | what to look at | measured on this machine |",
+              "|---|---|---|---|"]
+    for d in report.get("gpu_differences", []):
+        lines.append("| " + " | ".join(str(d[k]).replace("|", "\\|")
+                                        for k in ("mechanism", "cpu_run", "look_at", "measured")) + " |")
     if report.get("rehearsal"):
         lines.append(f"\nA rehearsal on the CPU (COURSE_REHEARSE_GPUS={report['rehearsal']}), not a GPU run.")
     return "\n".join(lines) + "\n"
@@ -156,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-check: {path.name} ...", flush=True)
         results.append(run_notebook(path, log_dir, args.notebook_timeout))
         print(f"gpu-check: {path.name} {'passed' if results[-1]['passed'] else 'FAILED'} in {results[-1]['seconds']:.0f} s")
-    report = make_report(gpus, driver_version(), tf_build, results)
+    report = make_report(gpus, driver_version(), tf_build, results, gpu_facts())
     (args.out / "gpu-check.json").write_text(json.dumps(report, indent=1))
     (args.out / "gpu-check.md").write_text(markdown(report))
     print(markdown(report))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -64,11 +65,35 @@ def test_report_and_table(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(gpu_check, "detect_gpus", lambda: gpus)
     monkeypatch.setattr(gpu_check, "tensorflow_build", lambda: {"version": "2.21.0", "gpus_seen": 1})
     monkeypatch.setattr(gpu_check, "driver_version", lambda: "550.54")
+    monkeypatch.setattr(gpu_check, "gpu_facts", lambda: {"tf32": "enabled"})
     monkeypatch.setattr(gpu_check, "run_notebook", lambda path, log_dir, timeout: {**results[0], "notebook": path.name})
     assert gpu_check.main(["--notebooks", "00", "03", "--out", str(tmp_path)]) == 0
     saved = json.loads((tmp_path / "gpu-check.json").read_text())
     assert [r["notebook"] for r in saved["notebooks"]] == ["00_course_overview.ipynb", "03_gpu_memory_configuration.ipynb"]
     assert (tmp_path / "gpu-check.md").read_text() == gpu_check.markdown(saved)
+
+
+def test_what_changes_on_a_real_gpu_shows_only_measured_facts() -> None:
+    """Every mechanism of notebook 08's box has a row; a value appears only if the probe measured it."""
+    gpus = [GpuInfo("NVIDIA A100", 40960)]
+    facts = {"allreduce": "CollectiveAllReduce, NCCL", "tf32": "enabled", "peak_memory_mb": 48.0}
+    report = gpu_check.make_report(gpus, "550.54", {"version": "2.21.0"}, [], facts)
+    rows = {d["mechanism"]: d for d in report["gpu_differences"]}
+    assert list(rows) == ["all-reduce", "16-bit compute", "TF32", "XLA", "peak memory"]
+    assert rows["all-reduce"]["measured"] == "CollectiveAllReduce, NCCL" and rows["TF32"]["measured"] == "enabled"
+    assert rows["XLA"]["measured"] == "not measured (no probe)"
+    table = gpu_check.markdown(report)
+    assert "What changes on a real GPU:" in table
+    assert "| TF32 | none (CPU) |" in table and "| enabled |" in table
+    failed = gpu_check.make_report(gpus, "550.54", {}, [], {"error": "TensorFlow sees no GPU"})
+    assert {d["measured"] for d in failed["gpu_differences"]} == {"not measured (TensorFlow sees no GPU)"}
+
+
+def test_the_gpu_probe_is_valid_python() -> None:
+    import ast
+
+    ast.parse(gpu_check._FACTS_CODE)
+    assert {key for *_, key in gpu_check.GPU_DIFFERENCES} <= set(re.findall(r'fact\("(\w+)"', gpu_check._FACTS_CODE))
 
 
 def _notebook(path, *cells: str) -> None:
