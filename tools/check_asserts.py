@@ -32,6 +32,20 @@ removed). Flagged:
 * a flag or table the notebook wrote itself: a name (or ``row["key"]`` of a dict literal) last
   assigned a constant, asserted; ``len(table) == 7`` of a table written as a literal.
 
+* a value the notebook set to a literal (or constant arithmetic of literals) in the same or the
+  previous code cell, asserted: ``bytes_per_param = 4 + 4 + 8`` then ``assert bytes_per_param == 16``
+  (all operands literal once the names are replaced by what they were assigned);
+* arithmetic on a value an assert just above pinned to a number: ``assert x == 16`` then
+  ``assert 7.5e9 * x / 1e9 == 120`` restates it;
+* an identity of arithmetic: a comparison that holds for *any* values of the names left in it,
+  once the names known are replaced by what they were assigned — a ratio of two identical terms
+  (``share = (a + b) / (a + b)``, ``assert share == 1.0``), ``x / n * n == x``. Tried on random
+  values (numbers, operators and ``abs``/``min``/``max``/``round`` only; anything else ends it);
+* a **check cell** (a code cell tagged ``check``: the folded asserts behind a claim, see
+  tools/nbclean.py) that asserts nothing, or whose first line is not ``#@title …``. A check
+  cell is read as part of the visible cell before it (which computes and prints the claim): "the
+  same or the previous cell" above counts them as one.
+
 Assignments inside ``if``/``for``/``while``/``try`` are forgotten after the block (they may not
 have run). An assert the checker flags wrongly is allowed by a comment on its line (or the
 comment line right above it) ``# check-asserts: allow – <why it can fail>``; the reason is
@@ -103,6 +117,11 @@ ARG_EXTREMES = re.compile(r"arg(min|max|sort)|sort_values|idx(min|max)|nsmallest
 SOURCE_READS = {"read_text", "read", "read_bytes", "readlines"}
 SOURCE_CALLS = {"show_program", "getsource", "getsourcelines"}
 UNIQUE_BY_TYPE = {"keys", "dict", "set", "range", "Counter", "fromkeys", "frozenset"}
+CHECK_TAG = "check"  # tools/nbclean.py: a code cell holding the folded asserts of a claim
+TITLE = re.compile(r"^\s*#\s*@title\s+\S")
+# What an identity may be made of: numbers, names (any value), arithmetic and these functions
+ARITHMETIC_FUNCS = {"abs": abs, "min": min, "max": max, "round": round, "float": float, "int": float}
+SAMPLES = 24  # random values tried: an expression equal on all of them is taken for an identity
 
 
 @dataclass(frozen=True)
@@ -137,8 +156,17 @@ def strip_magics(source: str) -> str:
 
 def notebook_cells(path: Path) -> list[tuple[int, str]]:
     """(index, source) of the code cells of a notebook, magics kept (``run_cell`` strips them)."""
+    return [(i, source) for i, source, _ in code_cells(path)]
+
+
+def code_cells(path: Path) -> list[tuple[int, str, bool]]:
+    """(index, source, is a check cell) of the code cells of a notebook."""
     nb = json.loads(path.read_text(encoding="utf-8"))
-    return [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+    return [
+        (i, "".join(c["source"]), CHECK_TAG in (c.get("metadata") or {}).get("tags", []))
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code"
+    ]
 
 
 def _stored(node: ast.AST) -> set[str]:
@@ -220,6 +248,95 @@ def is_literal(node: ast.AST) -> bool:
     return False
 
 
+def _constant_number(node: ast.expr) -> bool:
+    """True if ``node`` is a number or arithmetic of numbers (``2 + 2 + 12``)."""
+    try:
+        return isinstance(_arith(node, {}), float)
+    except (_NotArithmetic, KeyError, ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return False
+
+
+class _NotArithmetic(Exception):
+    """The expression holds something other than numbers, names and arithmetic."""
+
+
+def _free(node: ast.expr) -> dict[str, ast.expr]:
+    """The values an expression reads (names, attributes, subscripts), keyed by their text."""
+    out: dict[str, ast.expr] = {}
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
+            out[ast.unparse(n)] = n
+        elif isinstance(n, ast.Call):
+            for a in n.args:
+                visit(a)
+        else:
+            for child in ast.iter_child_nodes(n):
+                visit(child)
+
+    visit(node)
+    return out
+
+
+def _arith(node: ast.AST, values: dict[str, float]) -> object:
+    """The value of an arithmetic expression, names read from ``values``; raises
+    :class:`_NotArithmetic` for anything else (a call of another function, a string …)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        return values[ast.unparse(node)]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arith(node.operand, values)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+        left, right = _arith(node.left, values), _arith(node.right, values)
+        ops = {ast.Add: float.__add__, ast.Sub: float.__sub__, ast.Mult: float.__mul__,
+               ast.Div: float.__truediv__, ast.Pow: float.__pow__}
+        if isinstance(node.op, ast.Pow) and not (isinstance(right, float) and right == int(right)):
+            raise _NotArithmetic
+        return ops[type(node.op)](left, right)  # ZeroDivisionError, OverflowError: the caller stops
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ARITHMETIC_FUNCS:
+        if node.keywords or not node.args:
+            raise _NotArithmetic
+        return ARITHMETIC_FUNCS[node.func.id](*[_arith(a, values) for a in node.args])
+    if isinstance(node, ast.Compare):
+        operands = [_arith(x, values) for x in [node.left, *node.comparators]]
+        compare = {ast.Eq: lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)),
+                   ast.NotEq: lambda a, b: abs(a - b) > 1e-9 * max(1.0, abs(a), abs(b)),
+                   ast.Lt: float.__lt__, ast.LtE: float.__le__, ast.Gt: float.__gt__, ast.GtE: float.__ge__}
+        if not all(type(op) in compare for op in node.ops):
+            raise _NotArithmetic
+        return all(compare[type(op)](a, b) for op, a, b in zip(node.ops, operands, operands[1:], strict=False))
+    raise _NotArithmetic
+
+
+def always_true(test: ast.expr) -> bool | None:
+    """True if an arithmetic comparison holds for every value of the names in it (tried on
+    :data:`SAMPLES` random values each, of both signs), False if not, None if it is not arithmetic."""
+    import random
+
+    if not isinstance(test, ast.Compare):
+        return None
+    names = sorted(_free(test))
+    rng = random.Random(0)
+    tried = 0
+    for sample in range(SAMPLES if names else 1):
+        # 0, ±1 and small integers first (where `x != 0`, `n % 2` fail), then any real numbers
+        values = {
+            n: float(rng.choice((0, 1, -1, 2, 3))) if sample < 8 else rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 6)
+            for n in names
+        }
+        try:
+            if not _arith(test, values):
+                return False
+            tried += 1
+        except _NotArithmetic:
+            return None
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            continue  # not defined there (x / 0): other values decide
+    return True if tried >= (SAMPLES // 2 if names else 1) else None
+
+
 class _Substitute(ast.NodeTransformer):
     def __init__(self, known: dict[str, ast.expr], depth: int) -> None:
         self.known, self.depth = known, depth
@@ -297,6 +414,8 @@ class Checker:
         self.made: dict[str, ast.expr] = {}
         # list name -> for each key of the dict rows appended to it: (rows with a literal there, rows)
         self.records: dict[str, dict[str, tuple[int, int]]] = {}
+        self.cells = 0  # code cells run so far
+        self.known_in: dict[str, int] = {}  # name -> the code cell (count) that assigned it
 
     # -- bookkeeping of what names were assigned ------------------------------------------
     def _forget(self, names: set[str]) -> None:
@@ -384,8 +503,34 @@ class Checker:
         if self._tainted(test):
             self._flag(node, "searches a program's own source text: it says what the notebook wrote")
             return
+        if self._arithmetic(node, test):
+            return
         if not self._identity(node, test):
             self._self_set(node, test)
+
+    def _arithmetic(self, node: ast.AST, test: ast.expr) -> bool:
+        """Flag a comparison true by arithmetic: of literals set a cell or two above, or an identity."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        for part in parts:
+            if not isinstance(part, ast.Compare) or not _names(part):
+                continue  # literals only: "compares literals only" says it
+            used = _names(part) & set(self.known)
+            expanded = _Substitute(self.known, 3).visit(_copy(part))
+            if always_true(expanded) is not True:
+                continue
+            if not _free(expanded):
+                recent = all(self.cells - self.known_in.get(n, -9) <= 1 for n in used)
+                if recent:  # a configuration constant set long before and asserted is a different matter
+                    values = ", ".join(f"{n} = {ast.unparse(self.known[n])}" for n in sorted(used))
+                    text = ast.get_source_segment(self.cell, part) or ast.unparse(part)
+                    self._flag(node, f"`{text}` holds by arithmetic on values set (or asserted) just above ({values})")
+                    return True
+                continue
+            text = ast.get_source_segment(self.cell, part) or ast.unparse(part)
+            self._flag(node, f"`{text}` holds for any values (an identity, e.g. a ratio of two identical terms)"
+                       + (f" once {', '.join(sorted(used))} are replaced by what they were assigned" if used else ""))
+            return True
+        return False
 
     # -- identities: true by construction -------------------------------------------------
     def _expand(self, node: ast.expr) -> ast.expr:
@@ -699,9 +844,21 @@ class Checker:
         for i, stmt in enumerate(body):
             self.run_stmt(stmt, body[i + 1 :])
 
+    def _asserted_value(self, test: ast.expr) -> None:
+        """After ``assert x == 16`` passed, ``x`` is 16: a later assert that only restates it by
+        arithmetic (``assert 7.5e9 * x / 1e9 == 120``) cannot fail."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        for part in parts:
+            if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq):
+                for name, value in ((part.left, part.comparators[0]), (part.comparators[0], part.left)):
+                    if isinstance(name, ast.Name) and not _names(value) and _constant_number(value):
+                        self.known[name.id] = value
+                        self.known_in[name.id] = self.cells
+
     def run_stmt(self, stmt: ast.stmt, following: list[ast.stmt]) -> None:
         if isinstance(stmt, ast.Assert):
             self.check_test(stmt, stmt.test)
+            self._asserted_value(stmt.test)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             if _call_name(call).startswith("assert_") and len(call.args) >= 2:
@@ -729,6 +886,7 @@ class Checker:
             name = stmt.targets[0].id
             if name not in _names(stmt.value):
                 self.known[name] = stmt.value
+                self.known_in[name] = self.cells
         over_source = self.over_source
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.If, ast.While)):
             # a branch or loop decided by a program's text: what it sets says what the text holds
@@ -743,7 +901,10 @@ class Checker:
         if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)):
             self._forget(_stored(stmt))  # assigned in a branch, a loop or a try: it may not have run
 
-    def run_cell(self, index: int, source: str) -> None:
+    def run_cell(self, index: int, source: str, check: bool = False) -> None:
+        """Read one code cell; a check cell (``check``) counts as part of the cell before it."""
+        if check:
+            self.cells -= 1
         first = source.lstrip().split("\n", 1)[0].split()
         if first[:1] == ["%%writefile"] and len(first) > 1:
             self.written.add(first[-1])  # the program's own text: what the cell shows
@@ -754,9 +915,10 @@ class Checker:
             tree = ast.parse(source)
         except SyntaxError as error:
             raise SyntaxError(f"{where} cell {index}: {error}") from error
-        self.where = f"{where} cell {index}"
+        self.where = f"{where} cell {index}" + (" (check)" if check else "")
         self.run_block(tree.body)
         self.where = where
+        self.cells += 1
 
 
 def check_source(source: str, where: str = "<snippet>") -> list[Finding]:
@@ -766,12 +928,38 @@ def check_source(source: str, where: str = "<snippet>") -> list[Finding]:
     return checker.findings
 
 
+def check_cell_findings(where: str, index: int, source: str) -> list[Finding]:
+    """What is wrong with a check cell's shape: no asserts, no ``#@title`` first line."""
+    found = []
+    first = source.lstrip("\n").split("\n", 1)[0]
+    code = strip_magics(source)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return found  # run_cell reports it
+    guards = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assert)
+        or (isinstance(n, ast.Call) and (_call_name(n).startswith("assert") or _call_name(n) == "raises"))
+    ]
+    here = f"{where} cell {index} (check)"
+    if not guards:
+        found.append(Finding(here, 1, "a check cell that asserts nothing", first[:160]))
+    if not TITLE.match(first):
+        found.append(Finding(here, 1, "a check cell's first line is its title, `#@title Check: <the claim>`", first[:160]))
+    return found
+
+
 def check_notebook(path: Path) -> list[Finding]:
     """Findings in a notebook's code cells, read in order as one program."""
     checker = Checker(path.name)
-    for index, source in notebook_cells(path):
-        checker.run_cell(index, source)
-    return checker.findings
+    shape: list[Finding] = []
+    for index, source, check in code_cells(path):
+        checker.run_cell(index, source, check)
+        if check:
+            shape += check_cell_findings(path.name, index, source)
+    return checker.findings + shape
 
 
 def main(argv: Iterable[str] | None = None) -> int:
