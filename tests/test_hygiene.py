@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.nbclean import KERNELS, needs_cleaning
+from tools.nbclean import ALLOWED_CELL_METADATA, KERNELS, is_check, needs_cleaning
 from tools.slidemeta import heading_level, missing
 from utils import config
 
@@ -89,7 +89,9 @@ def test_notebook_is_clean(path: Path) -> None:
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [], f"{path.name} cell {index} has outputs"
             assert cell["execution_count"] is None, f"{path.name} cell {index} has an execution count"
-        assert set(cell.get("metadata", {})) <= {"tags", "slideshow"}, f"{path.name} cell {index}: metadata"
+        assert set(cell.get("metadata", {})) <= ALLOWED_CELL_METADATA, f"{path.name} cell {index}: metadata"
+        folded = "jupyter" in cell.get("metadata", {}) or "cellView" in cell.get("metadata", {})
+        assert folded == is_check(cell), f"{path.name} cell {index}: only check cells fold (`make format`)"
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: notebook metadata"
     kernel = "horovod" if path.name.startswith("07_") else "python3"
     assert nb["metadata"]["kernelspec"] == KERNELS[kernel], f"{path.name}: kernelspec must be {kernel}"
