@@ -280,8 +280,20 @@ def test_slide_overflow_measures_a_built_slideshow_in_chromium(tmp_path: Path) -
     measured = slide_overflow.measure(slides, chrome)
     how = {(s["title"][:12], s["program"]): slide_overflow.overflowing(s) for s in measured}
     assert how[("1 · Adding (", False)] == ["wide"]
-    assert how[("A detail¶", False)] == ["tall"]
+    assert how[("x0 = 0 x1 = ", False)] == ["tall"]  # on a subslide of its own (slidemeta.too_tall)
+    assert how[("A detail¶", False)] == []
     assert how[("%%writefile ", True)] == ["tall"]
     assert how[("Summary¶", False)] == [] and how[("3 · Tiny (小)", False)] == []
     lines, over, total = slide_overflow.report([slides], chrome)
     assert (over, total) == (2, len(measured)) and "(3 with the 1 of %%writefile programs)" in lines[3]
+
+
+def test_a_cell_that_would_not_fit_under_its_explanation_gets_a_slide_of_its_own() -> None:
+    from tools.slidemeta import SLIDE_HEIGHT, height, too_tall
+
+    text = md("## 2 · A section\n\n" + "A line of explanation that runs on for a while. " * 4 + "\n\n* one\n* two")
+    short, medium, long = (code("\n".join(f"x{i} = {i}" for i in range(n))) for n in (8, 15, 26))
+    assert height(short) < height(medium) < height(long) < SLIDE_HEIGHT  # alone, each fits
+    types = [slide_type([text, cell], 1) for cell in (short, medium, long)]
+    assert types == ["fragment", "-", "subslide"]
+    assert not too_tall([long], 0)  # no explanation before it: nothing to move it away from

@@ -14,7 +14,9 @@ JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all 
   continues the slide (``-``);
 * a code cell right after its explanation stays on that slide: a **fragment** (it appears on
   the next key press) when short, else it simply continues the slide (``-``; the slides
-  scroll); a code cell after another code cell starts a **subslide**.
+  scroll) — unless the explanation and the cell together would not fit the slide
+  (:func:`too_tall`, reveal.js's 1100×700 at a projector's 1280×720): then the cell gets a
+  **subslide** of its own; a code cell after another code cell starts a **subslide**.
 
 ``jupyter nbconvert --to slides`` (``make slides``) and RISE read these. Project tooling, not
 used inside notebooks.
@@ -36,6 +38,13 @@ from tools.nbclean import (  # one list of types, one serialisation (run as pyth
 )
 
 SHORT_CODE_LINES = 12
+# Heights in the slide's pixels (reveal.js 1100x700, tools/build_site.py), measured in Chromium
+# with tools/slide_overflow.py on slides of known cells: a code line, a code cell's frame and the
+# slide's padding, a wrapped line of text (about 105 characters), a paragraph's margin, headings.
+SLIDE_HEIGHT = 700
+CODE_LINE, CODE_FRAME = 22.8, 72
+TEXT_LINE, TEXT_CHARS, PARAGRAPH = 34, 105, 20
+HEADING = {1: 120, 2: 81}  # deeper: 70
 _HEADING = re.compile(r"^(#{1,6})\s", re.M)
 
 
@@ -61,6 +70,39 @@ def is_setup(cell: dict[str, Any]) -> bool:
     return source.lstrip().split("\n", 1)[0].strip().lower().startswith("## setup")
 
 
+def height(cell: dict[str, Any]) -> float:
+    """About how tall a cell (its source, not its outputs) is on a slide, in the slide's pixels."""
+    lines = _source(cell).strip("\n").splitlines()
+    if cell.get("cell_type") == "code":
+        return CODE_FRAME + CODE_LINE * len(lines)
+    total, paragraph = 0.0, False
+    for line in lines:
+        match = _HEADING.match(line)
+        if match:
+            total += HEADING.get(len(match.group(1)), 70)
+            paragraph = False
+        elif not line.strip():
+            paragraph = False
+        else:
+            total += TEXT_LINE * -(-len(line.strip()) // TEXT_CHARS) + (0 if paragraph else PARAGRAPH)
+            paragraph = True
+    return total
+
+
+def too_tall(cells: list[dict[str, Any]], index: int) -> bool:
+    """True if code cell ``index`` and the Markdown right before it (back to where that slide
+    starts: a heading, or text after code) would be taller than the slide together."""
+    text = 0.0
+    shown = [c for c in cells[:index] if not is_check(c)]
+    for cell in reversed(shown):
+        if cell.get("cell_type") != "markdown" or is_setup(cell):
+            break
+        text += height(cell)
+        if heading_level(cell):
+            break
+    return text > 0 and text + height(cells[index]) > SLIDE_HEIGHT
+
+
 def slide_type(cells: list[dict[str, Any]], index: int) -> str:
     """The slide type the rules above give cell ``index`` of ``cells``."""
     cell = cells[index]
@@ -77,7 +119,7 @@ def slide_type(cells: list[dict[str, Any]], index: int) -> str:
         return "subslide" if previous is not None and previous.get("cell_type") == "code" else "-"
     lines = _source(cell).strip().count("\n") + 1
     after_text = previous is not None and previous.get("cell_type") == "markdown" and not is_setup(previous)
-    if not after_text:
+    if not after_text or too_tall(cells, index):
         return "subslide"
     return "fragment" if lines <= SHORT_CODE_LINES else "-"
 
