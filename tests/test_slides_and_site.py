@@ -250,7 +250,7 @@ def test_a_program_that_calls_utils_setup_is_not_the_setup_cell() -> None:
 def test_slide_overflow_says_tall_and_wide() -> None:
     from tools.slide_overflow import overflowing
 
-    fits = {"height": 690, "width": 1100, "cut": 0, "slide": [1100, 700]}
+    fits = {"height": 690, "width": 1240, "cut": 0, "slide": [1240, 700]}
     assert overflowing(fits) == []
     assert overflowing({**fits, "height": 702}) == ["tall"]
     assert overflowing({**fits, "cut": 1}) == ["wide"] and overflowing({**fits, "width": 1200}) == ["wide"]

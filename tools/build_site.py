@@ -238,7 +238,9 @@ def _reveal_options(out: Path, lang: str) -> dict[str, Any]:
     options: dict[str, Any] = {
         "reveal_scroll": True,  # long cells scroll instead of running off the slide
         "reveal_theme": "white",
-        "reveal_width": "1100",  # room for the course's 120-character code lines
+        # A projector's 1280x720 scales a 700-high slide by 0.987 whatever its width up to ~1240: the
+        # width is free, and 1240 holds a 99-character code line (issue 45; at 1100 it cut them at ~93)
+        "reveal_width": "1240",
         "reveal_height": "700",
         "exclude_input_prompt": True,
         "exclude_output_prompt": True,

@@ -3,7 +3,7 @@
 ``make slide-check`` builds the slideshows (``tools/build_site.py slides`` → ``build/slides/``)
 and runs this on each: it opens the slideshow in headless Chromium at a projector's 1280×720,
 goes to every slide in turn (vertical slides included, every fragment in place) and measures
-it in the slide's own coordinates (reveal.js's 1100×700, before scaling):
+it in the slide's own coordinates (reveal.js's 1240×700, before scaling):
 
 * **tall**: the slide's content is taller than the slide (``scrollHeight`` > 700): it runs off
   the bottom, or scrolls;

@@ -15,7 +15,7 @@ JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all 
 * a code cell right after its explanation stays on that slide: a **fragment** (it appears on
   the next key press) when short, else it simply continues the slide (``-``; the slides
   scroll) — unless the explanation and the cell together would not fit the slide
-  (:func:`too_tall`, reveal.js's 1100×700 at a projector's 1280×720): then the cell gets a
+  (:func:`too_tall`, reveal.js's 1240×700 at a projector's 1280×720): then the cell gets a
   **subslide** of its own; a code cell after another code cell starts a **subslide**.
 
 ``jupyter nbconvert --to slides`` (``make slides``) and RISE read these. Project tooling, not
@@ -38,12 +38,12 @@ from tools.nbclean import (  # one list of types, one serialisation (run as pyth
 )
 
 SHORT_CODE_LINES = 12
-# Heights in the slide's pixels (reveal.js 1100x700, tools/build_site.py), measured in Chromium
+# Heights in the slide's pixels (reveal.js 1240x700, tools/build_site.py), measured in Chromium
 # with tools/slide_overflow.py on slides of known cells: a code line, a code cell's frame and the
 # slide's padding, a wrapped line of text (about 105 characters), a paragraph's margin, headings.
 SLIDE_HEIGHT = 700
 CODE_LINE, CODE_FRAME = 22.8, 72
-TEXT_LINE, TEXT_CHARS, PARAGRAPH = 34, 105, 20
+TEXT_LINE, TEXT_CHARS, PARAGRAPH = 26, 105, 17
 HEADING = {1: 120, 2: 81}  # deeper: 70
 _HEADING = re.compile(r"^(#{1,6})\s", re.M)
 
