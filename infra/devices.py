@@ -19,7 +19,15 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from utils.devices import WORKER_DEVICES_VAR, DeviceConfigError, DevicePlan, GpuInfo, WorkerDevices
+from utils.devices import (
+    WORKER_DEVICES_VAR,
+    DeviceConfigError,
+    DevicePlan,
+    GpuInfo,
+    WorkerDevices,
+    current_plan,  # noqa: F401 - the old place of utils.devices.current_plan
+    remember_plan,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,26 +234,17 @@ def _initialise_with_growth(tf: Any) -> None:
             os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] = before
 
 
-_plan: DevicePlan | None = None
-
-
 def apply_plan(plan: DevicePlan) -> DevicePlan:
     """Configure this process as ``plan`` says (once per process, like
-    :func:`configure_devices`) and remember it for :func:`current_plan`. Used by ``utils.setup``."""
-    global _plan
+    :func:`configure_devices`) and remember it (``utils.devices.current_plan``). Used by ``utils.setup``."""
     configure_devices(
         plan.logical_cpus,
         gpu_split=plan.gpu_split,
         gpu_memory_limit_mb=plan.gpu_memory_limit_mb,
         gpu_memory_growth=plan.gpu_memory_growth,
     )
-    _plan = plan
+    remember_plan(plan)
     return plan
-
-
-def current_plan() -> DevicePlan | None:
-    """The plan ``utils.setup`` applied in this process, or None."""
-    return _plan
 
 
 def configure_worker() -> WorkerDevices:

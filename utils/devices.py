@@ -224,14 +224,26 @@ def device_report() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["level", "type", "name", "details"])
 
 
+_applied_plan: DevicePlan | None = None
+
+
+def remember_plan(plan: DevicePlan) -> None:
+    """Record the plan this process was configured with (``infra.devices.apply_plan`` calls it)."""
+    global _applied_plan
+    _applied_plan = plan
+
+
+def current_plan() -> DevicePlan | None:
+    """The plan ``utils.setup`` applied in this process, or None."""
+    return _applied_plan
+
+
 def describe_devices() -> str:
     """One line: the replicas this process trains on and whether their speed-up is real.
 
     After ``utils.setup`` it is the plan's :meth:`DevicePlan.describe`; otherwise it is read
     from TensorFlow's logical devices. Used in notebooks 00 and 02.
     """
-    from infra.devices import current_plan
-
     plan = current_plan()
     if plan is not None:
         return plan.describe()
