@@ -26,6 +26,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
+from utils.config import PROJECT_ROOT
+
 DONE = b"done"
 
 
@@ -85,6 +87,14 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
             finished.set()
 
 
+def _guardian_env() -> dict[str, str]:
+    """Our environment with the project first on ``PYTHONPATH``: the guardian imports the
+    clean-up function and nothing else (no TensorFlow, so no GPU rehearsal hook)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 class OwnerGuard:
     """Call ``cleanup`` (``"package.module:function"``) with ``args`` in a guardian process if
     this process dies before :meth:`dismiss`.
@@ -95,15 +105,13 @@ class OwnerGuard:
 
     def __init__(self, cleanup: str, args: Sequence[str]) -> None:
         read_end, self._write_end = os.pipe()  # both non-inheritable by default
-        from infra.process import child_env  # here: infra.process imports this module
-
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "infra.watchdog", cleanup, *args],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=child_env(),
+                env=_guardian_env(),
                 start_new_session=True,
                 close_fds=True,
             )
