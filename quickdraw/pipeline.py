@@ -148,7 +148,7 @@ def _resize_bitmap_batch(raw: np.ndarray, size: int, nch: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------
 # Sources
 # ------------------------------------------------------------------------------------
-def _resolve(
+def resolve_source(
     source: str | Path | Sequence[str | Path], fmt: str | None
 ) -> tuple[str, list[Path], Path | None]:
     """(kind, files, root) with kind in csv_ndjson / npy / tfrecord / test_csv."""
@@ -174,6 +174,9 @@ def _resolve(
     return ("csv_ndjson" if kind in ("kaggle_csv", "ndjson") else kind), files, None
 
 
+_resolve = resolve_source  # the old name (scripts/train_quickdraw.py, benchmarks/bench_pipeline_1m.py)
+
+
 def resolve_labels(
     source: str | Path | Sequence[str | Path], labels: LabelMap | None = None, fmt: str | None = None
 ) -> LabelMap:
@@ -181,7 +184,7 @@ def resolve_labels(
     data, else the sorted class-file names. Used in notebooks 04-06."""
     if labels is not None:
         return labels
-    kind, files, root = _resolve(source, fmt)
+    kind, files, root = resolve_source(source, fmt)
     if root is not None and (root / "labels.json").is_file():
         return LabelMap.load(root / "labels.json")
     if kind == "tfrecord":
@@ -209,7 +212,7 @@ def iter_examples(
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    kind, files, _ = _resolve(source, fmt)
+    kind, files, _ = resolve_source(source, fmt)
     if kind not in ("csv_ndjson",):
         raise ValueError(f"iter_examples reads .csv/.ndjson files, not {kind}")
     labels = _labels_for(source, labels, fmt, files)
@@ -249,7 +252,7 @@ def count_examples(source: str | Path | Sequence[str | Path], **kwargs: Any) -> 
     split = kwargs.get("split", "train")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    kind, files, root = _resolve(source, kwargs.get("fmt"))
+    kind, files, root = resolve_source(source, kwargs.get("fmt"))
     val_fraction, split_seed = kwargs.get("val_fraction", 0.1), kwargs.get("split_seed", 0)
     if kind == "tfrecord":
         counts = _shard_counts(root, files)
@@ -311,6 +314,34 @@ _ITER_KEYS = {
     "strict",
     "fmt",
 }
+
+
+SHARD_FORMAT = 3  # blocks of drawings, a block's points in one string
+_OLDER_SHARDS = {1: "one drawing per record", 2: "blocks with a string per drawing"}
+
+
+def shard_block_size(files: Sequence[str | Path]) -> int:
+    """The drawings per record of shards written by :func:`quickdraw.write_shards`, from the
+    ``manifest.json`` beside them; raises ``ValueError`` with the way out when the manifest
+    records another ``format`` than :data:`SHARD_FORMAT` (none recorded: format 1) or is
+    missing. Used by :func:`make_dataset`."""
+    folders = {Path(f).parent for f in files}
+    if len(folders) != 1:
+        raise ValueError(f"shards from {len(folders)} folders: read one folder of quickdraw.write_shards")
+    path = folders.pop() / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: no manifest of quickdraw.write_shards ({e}); write them with it") from e
+    fmt = manifest.get("format", 1)
+    if fmt != SHARD_FORMAT:
+        raise ValueError(
+            f"{path.parent} holds shards of format {fmt} ({_OLDER_SHARDS.get(fmt, 'unknown')}); this version "
+            f"reads format {SHARD_FORMAT}. Write them "
+            "again: quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
+            "(or delete the folder and call quickdraw.write_shards)"
+        )
+    return int(manifest["block_size"])
 
 
 def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
@@ -402,7 +433,7 @@ def make_dataset(
 
     The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`,
     several batches a call) → rebatch → prefetch. TFRecord shards hold blocks of drawings;
-    shards of an older format raise ``ValueError`` (:func:`quickdraw.shards.shard_block_size`).
+    shards of an older format raise ``ValueError`` (:func:`shard_block_size`: the manifest's ``format``).
     """
     import tensorflow as tf
 
@@ -410,7 +441,7 @@ def make_dataset(
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
     if image_dtype not in ("float32", "uint8"):
         raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {image_dtype!r}")
-    kind, files, _ = _resolve(source, fmt)
+    kind, files, _ = resolve_source(source, fmt)
     pipelines = (1, 0)  # (how many input pipelines, this one's id)
     if input_context is not None:
         pipelines = (input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -480,8 +511,6 @@ def _batches(
     blocks, ``batch_size // block`` of them (at least one; :func:`_parse_blocks`), cut into
     batches of exactly ``batch_size`` drawings only once drawn (``rebatch``)."""
     if kind == "tfrecord":
-        from quickdraw.shards import shard_block_size
-
         files = _tfrecord_files(files, reading.split)
         block = shard_block_size(files)  # raises on shards of an older format
         ds, policy = _read_records(files, reading)

@@ -31,7 +31,7 @@ drawing (issue 33: those costs were a third of the pipeline's time), and a batch
 reaches the renderer as a few strings, not one Python object per drawing. The manifest
 records ``format`` (:data:`SHARD_FORMAT`);
 shards of an older format are rewritten by :func:`ensure_shards` and refused, with the way
-out, by ``make_dataset`` (:func:`shard_block_size`).
+out, by ``make_dataset`` (:func:`quickdraw.pipeline.shard_block_size`, from the manifest).
 Used in notebooks 06 and 08 and the benchmarks (``bench_pipeline*.py``).
 """
 
@@ -41,7 +41,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,10 +49,16 @@ import numpy as np
 
 from quickdraw.formats import ReadReport
 from quickdraw.labels import LabelMap
-from quickdraw.pipeline import _resolve, iter_examples, pack_strokes, resolve_labels, split_of
+from quickdraw.pipeline import (  # SHARD_FORMAT: the reader refuses other formats
+    SHARD_FORMAT,
+    iter_examples,
+    pack_strokes,
+    resolve_labels,
+    resolve_source,
+    split_of,
+)
 from quickdraw.render import POINT_BYTES
 
-SHARD_FORMAT = 3  # 1: one drawing per record; 2: blocks, a string per drawing; 3: blocks, one string
 BLOCK_SIZE = 64  # drawings per record by default (see docs/capstone.md for the measured choice)
 
 
@@ -124,7 +129,7 @@ def write_shards(
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
-    kind, files, _ = _resolve(source, fmt)
+    kind, files, _ = resolve_source(source, fmt)
     if kind != "csv_ndjson":
         raise ValueError(f"write_shards reads .csv/.ndjson class files, not {kind}")
     labels = resolve_labels(source, labels, fmt)
@@ -235,41 +240,11 @@ def _shuffle_shard(job: tuple[str, str, str, int, int, int, int]) -> None:
             w.write(_block([drawings[k] for k in j], labels[j], keys[j]))
 
 
-def shard_block_size(files: Sequence[str | Path]) -> int:
-    """The drawings per record of shards written by :func:`write_shards` (the first non-empty
-    file's first record); raises ``ValueError`` with the way out for shards of an older format
-    (one drawing per record) or records that are not Quick, Draw! shards. Read in Python (the
-    framing of a TFRecord file: length, its checksum, the record), so it works wherever
-    ``make_dataset`` is called. Used by :func:`quickdraw.make_dataset`."""
-    from tensorflow.core.example import example_pb2
-
-    for f in files:
-        with open(f, "rb") as fh:
-            head = fh.read(12)  # uint64 length, uint32 masked CRC of the length
-            if len(head) < 12:
-                continue  # an empty shard (a split with fewer drawings than shards)
-            record = fh.read(struct.unpack("<Q", head[:8])[0])
-        feature = example_pb2.Example.FromString(record).features.feature
-        keys = set(feature)
-        if {"points", "lengths", "labels", "key_ids"} <= keys:
-            return len(feature["labels"].int64_list.value)
-        older = {"drawing": "1 (one drawing per record)", "drawings": "2 (blocks with a string per drawing)"}
-        for key, what in older.items():
-            if key in keys:
-                raise ValueError(
-                    f"{f} holds shards of format {what}; this version reads format {SHARD_FORMAT}. Write them "
-                    "again: quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
-                    "(or delete the folder and call quickdraw.write_shards)"
-                )
-        raise ValueError(f"{f}: records with features {sorted(keys)} are not Quick, Draw! shards")
-    return 1  # no drawings at all: any block size reads them
-
-
 def _wanted(source: str | Path | Sequence[str | Path], num_shards: int, val_fraction: float,
             limit_per_class: int | None) -> dict[str, Any]:
     """The manifest entries that must match for existing shards to be reused (the format too:
     shards of an older format are written again, not misread)."""
-    _, files, _ = _resolve(source, None)
+    _, files, _ = resolve_source(source, None)
     return {"format": SHARD_FORMAT, "num_shards": num_shards, "val_fraction": val_fraction,
             "limit_per_class": limit_per_class, "source": [str(Path(f).resolve()) for f in files]}
 
