@@ -425,6 +425,29 @@ def test_local_cluster_runs_each_task_on_its_own_host():
         LocalCluster(where_am_i, num_workers=3, network=net)
 
 
+@needs_netns
+@pytest.mark.slow
+def test_networks_in_use_at_once_leave_nothing_behind():
+    """Notebook 10's pattern: several networks at once (shaped, re-shaped, one cable cut), a
+    cluster on each, all inside one ``ExitStack``: nothing of them outlives the block."""
+    from contextlib import ExitStack
+
+    from infra.cluster import LocalCluster
+
+    state = _system_state()
+    with ExitStack() as stack:
+        nets = [stack.enter_context(make_network([f"worker:{i}" for i in range(n)], rate="50mbit"))
+                for n in (2, 3)]
+        jobs = [stack.enter_context(LocalCluster(where_am_i, num_workers=len(net.labels),
+                                                 network=net, timeout=60)) for net in nets]
+        results = [job.wait() for job in jobs]
+        nets[0].set_all(rate="20mbit")
+        nets[1].cut("worker:1")  # left cut: the clean-up must not depend on the cable
+        assert len(_ours(os.getpid())) == (2 + 1) + (3 + 1)  # hosts and a switch per network
+    assert [len(result.tasks) for result in results] == [2, 3]
+    assert _ours(os.getpid()) == [] and _system_state() == state
+
+
 def test_local_cluster_on_a_loopback_network_is_the_usual_localhost_cluster(monkeypatch):
     from infra.cluster import LocalCluster
 
