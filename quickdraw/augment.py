@@ -47,11 +47,11 @@ def augment_strokes(
     ``drop_stroke`` (drawings of one stroke are kept whole), then
     :func:`normalise_to_frame`. ``warp`` > 0 first bends the drawing with a smooth random
     displacement field (per axis two plane waves of 0.5-1.5 cycles per frame, amplitudes
-    uniform up to ``warp`` x 255; measured in ``quickdraw/README.md``, not in the
+    uniform up to ``warp`` x 255; measured in ``CHANGELOG.md``, not in the
     recipe). All zeros give the drawings back normalised only; an empty
     drawing stays empty.
     ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame. The
-    defaults are the recipe measured in ``quickdraw/README.md`` (sim-to-real).
+    defaults are the recipe measured in ``CHANGELOG.md`` (sim-to-real).
     """
     if rotation < 0 or shear < 0 or aspect < 0 or warp < 0 or not 0 <= drop_stroke < 1:
         raise ValueError(

@@ -27,7 +27,7 @@ Encodings (``encoding=``):
   ImageNet-style networks.
 
 Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kernel's
-``cv2.line`` approach are measured in ``quickdraw/README.md`` and
+``cv2.line`` approach are measured in ``CHANGELOG.md`` and
 ``benchmarks/bench_render.py``. Used in notebooks 04, 05 and 06 (through ``make_dataset``).
 """
 

@@ -59,7 +59,7 @@ from quickdraw.pipeline import (  # SHARD_FORMAT: the reader refuses other forma
 )
 from quickdraw.render import POINT_BYTES
 
-BLOCK_SIZE = 64  # drawings per record by default (see docs/capstone.md for the measured choice)
+BLOCK_SIZE = 64  # drawings per record by default (CHANGELOG.md: the measured choice)
 
 
 def shard_name(split: str, index: int, num_shards: int) -> str:

@@ -10,7 +10,7 @@ on), per class and overall, next to the built-in validation accuracy (the key_id
 most confused pairs and every member's own score. The goal in issue 19: top-1 >= 0.90 on the
 real drawings. With generator v5 one CNN scores 0.890-0.897 (mean 0.894 over six trainings);
 the average of three scored 0.897-0.911 (mean 0.904) over every triple of them, 0.903 with the
-default seeds (``quickdraw/README.md``).
+default seeds (``CHANGELOG.md``).
 ``make bench`` runs it with the defaults.
 
 ``--sample DIR`` (course authors: ``/work/shared/quickdraw-sample``) also scores the

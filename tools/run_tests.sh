@@ -40,7 +40,7 @@ export COURSE_SMOKE=1
 NBVAL=(--nbval-lax --nbval-cell-timeout=900)
 mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07_')
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
-# in the second stream under `all` (the two streams take about as long: see the README's times)
+# in the second stream under `all` (the two streams take about as long: see CHANGELOG.md's times)
 SECOND_NB_PATTERN='^notebooks/(08|09)_'
 mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
 # The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed. Their code is the English
