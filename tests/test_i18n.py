@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polib
 import pytest
+from markdown_it import MarkdownIt
 
 from tools import i18n
 
@@ -164,6 +165,62 @@ def test_generate_translates_comments_and_markdown_only() -> None:
 def test_soft_breaks_between_chinese_characters_are_joined() -> None:
     text = "第一行\n第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"
     assert i18n.join_soft_breaks(text) == "第一行第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"
+    # inside a list item (indented continuation) and a block quote (">" lines, lazy continuation)
+    assert i18n.join_soft_breaks("* 环形\n  全归约\n* 二") == "* 环形全归约\n* 二"
+    assert i18n.join_soft_breaks("> 副本\n> 数\n目") == "> 副本数目"
+    # a heading ends at its line; a ">" line after a paragraph starts a quote: both kept
+    assert i18n.join_soft_breaks("## 标题\n正文") == "## 标题\n正文"
+    assert i18n.join_soft_breaks("正文\n> 引用") == "正文\n> 引用"
+
+
+def test_ascii_quotes_become_chinese_ones_outside_code() -> None:
+    text = '这些"机器"共享 `"x"`、<a href="y">链接</a> 和 [文档](d.md "t")'
+    assert i18n.chinese_quotes(text) == '这些“机器”共享 `"x"`、<a href="y">链接</a> 和 [文档](d.md "t")'
+
+
+MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+CJK = "[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+
+
+def rendering_defects(markdown: str) -> list[str]:
+    """What a reader sees wrong in the rendered cell: a space between two Chinese characters
+    (a soft break, or a space inside a run of text; a space next to ``**…**`` is Markdown's own,
+    needed where the emphasis ends in punctuation) and an ASCII double quote in the text."""
+    found = []
+    for block in MD.parse(markdown):
+        children = block.children
+        if not children:
+            continue
+        for before, token, after in zip([None, *children[:-1]], children, [*children[1:], None], strict=True):
+            if token.type == "softbreak" and before is not None and after is not None:
+                if re.search(CJK + "$", before.content) and re.match(CJK, after.content):
+                    found.append(f"line break: {before.content[-6:]}⏎{after.content[:6]}")
+            if token.type == "text":
+                found += [f"space: {m.group(0)}" for m in re.finditer(f"{CJK} +{CJK}", token.content)]
+                found += [f"ASCII quote: {token.content[:30]}"] if '"' in token.content else []
+    return found
+
+
+def test_rendering_defects_are_seen() -> None:
+    """Controls: the check above sees each defect the generator removes."""
+    assert rendering_defects("* 环形\n  全归约") == ["line break: 环形⏎全归约"]
+    assert rendering_defects("> 副本\n> 数") == ["line break: 副本⏎数"]
+    assert rendering_defects('环形 全归约，"机器"') == ["space: 形 全", 'ASCII quote: 环形 全归约，"机器"']
+    assert rendering_defects(i18n.chinese_quotes(i18n.join_soft_breaks('* 环形\n  全归约，"机器"'))) == []
+    assert rendering_defects("**课时安排：** 约 10 分钟，`a  b`") == []
+
+
+@pytest.mark.parametrize("path", ZH, ids=lambda p: p.name)
+def test_rendered_chinese_has_no_stray_spaces_or_ascii_quotes(path: Path) -> None:
+    """Every Markdown cell of a Chinese notebook, rendered (CommonMark + tables): no space between
+    two Chinese characters from a line break or inside text, no ASCII "…" quotes."""
+    bad = [
+        f"cell {cell['id']}: {defect}"
+        for cell in i18n.load(path)["cells"]
+        if cell["cell_type"] == "markdown"
+        for defect in rendering_defects(i18n.source(cell))
+    ]
+    assert not bad, f"zh/{path.name}: " + "\n".join(bad[:20])
 
 
 def test_a_stale_translation_is_caught_and_kept_as_fuzzy() -> None:

@@ -364,14 +364,61 @@ def rewrite_links(markdown: str, translated: set[str]) -> str:
     return _HOSTED.sub(hosted, _LINK.sub(relative, markdown))
 
 
-_CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef])\n(?=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef])")
+_CJK_CHAR = "[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+_CJK_END = re.compile(_CJK_CHAR + r"$")
+# A continuation line: indentation and the block-quote markers (">") before its first character.
+_CONTINUATION = re.compile(r"^([ \t]*(?:>[ \t]*)*)(" + _CJK_CHAR + ")")
+_QUOTES = re.compile(r"^[ \t]*((?:>[ \t]*)*)")
+
+
+def _join_lines(text: str) -> str:
+    """``text`` (no fenced code) with each line break between two Chinese characters removed,
+    also where the next line is indented (a list item's continuation) or is the same block
+    quote's next line (``> 中文``, or without ``>``: lazy continuation): the break and the next
+    line's indentation and ``>`` go. A heading or table row ends at its line; a ``>`` line after
+    a plain paragraph starts a quote."""
+    lines = text.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        last = out[-1]
+        match = _CONTINUATION.match(line)
+        joinable = (
+            match is not None
+            and _CJK_END.search(last)
+            and not re.match(r"^\s*(#{1,6}\s|\|)", last)  # a heading or a table row ends at its line
+            # the same block quote's next line, or a lazy continuation of its paragraph (no ">")
+            and match.group(1).count(">") in (0, _QUOTES.match(last).group(1).count(">"))
+        )
+        if joinable:
+            out[-1] = last + line[match.end(1):]
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def join_soft_breaks(markdown: str) -> str:
     """A line break between two Chinese characters removed (outside fenced code): Markdown
-    renders a soft break as a space, which does not belong between Chinese characters."""
+    renders a soft break as a space, which does not belong between Chinese characters; the
+    same inside list items (indented lines) and block quotes (``>`` lines)."""
     parts = re.split(r"(```.*?```)", markdown, flags=re.S)
-    return "".join(p if p.startswith("```") else _CJK_BREAK.sub("", p) for p in parts)
+    return "".join(p if p.startswith("```") else _join_lines(p) for p in parts)
+
+
+# What quotes must not touch: fenced code, code spans, HTML tags, link targets.
+_PROTECTED = re.compile(r"```.*?```|(`+).+?\1|<[^>\n]+>|\]\([^)]*\)", re.S)
+_ASCII_QUOTED = re.compile(r'"((?:[^"\n]|\n(?![ \t>]*\n))+)"')  # a pair within one paragraph
+
+
+def chinese_quotes(markdown: str) -> str:
+    """ASCII "…" around prose of a Chinese cell made “…” (code, HTML tags and link targets kept)."""
+    kept: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        kept.append(match.group(0))
+        return f"\ue000{len(kept) - 1}\ue001"
+
+    text = _ASCII_QUOTED.sub(r"“\1”", _PROTECTED.sub(hide, markdown))
+    return re.sub("\ue000(\\d+)\ue001", lambda m: kept[int(m.group(1))], text)
 
 
 def lines_of(text: str) -> list[str]:
@@ -385,7 +432,9 @@ def generate_notebook(nb: dict, po: polib.POFile, translated: set[str]) -> dict:
     for cell in zh["cells"]:
         text = source(cell)
         if cell["cell_type"] == "markdown":
-            new = rewrite_links(join_soft_breaks(usable.get((cell["id"], text), text)), translated)
+            chinese = usable.get((cell["id"], text))
+            new = text if chinese is None else chinese_quotes(join_soft_breaks(chinese))
+            new = rewrite_links(new, translated)
         elif cell["cell_type"] == "code":
             new = translate_comments(text, usable, cell["id"])
         else:
