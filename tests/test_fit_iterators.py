@@ -7,24 +7,28 @@ help on a dataset that is not repeated. TensorFlow 2.21 frees the previous itera
 inside the train function, by waiting for its autotuning thread: seconds to a minute, at random.
 NumPy arrays are no way out: under the TensorFlow backend Keras wraps them in an autotuned
 ``tf.data`` pipeline of known length (``array_data_adapter.py``), so they get the same new
-iterator every epoch. Validation is the same: ``fit`` makes the validation iterator once but
-``evaluate`` drops it on every call (``trainer.py``, ``epoch_iterator.reset()``), so only a
-repeated dataset with ``validation_steps`` keeps the train function's iterator and reads the
-validation set exactly once per epoch.
+iterator every epoch. Validation cannot be fixed by arguments: ``fit`` makes the validation
+iterator once, but ``evaluate`` drops it on every call (``backend/tensorflow/trainer.py`` l. 489,
+``epoch_iterator.reset()``), so each epoch's validation frees the previous one's. The rule still
+asks for a repeated validation dataset with ``validation_steps`` (the whole set exactly once per
+epoch, no re-creation when a dataset of known length runs out), so every ``fit`` reads alike.
 
 The rule this test enforces on every ``.fit(`` call in ``notebooks/*.ipynb`` (English),
 ``scripts/**/*.py`` and ``benchmarks/*.py``:
 
     A ``fit`` with ``epochs`` other than a literal 1 passes ``steps_per_epoch=`` and a first
-    argument that is visibly repeated: an expression containing ``.repeat(``, or a name
-    assigned such an expression somewhere in the same file (notebook). With
+    argument that is visibly repeated: an expression containing ``.repeat(`` or a call with
+    ``repeat=True`` (the data layer's ``make_dataset``), or a name assigned such an expression
+    somewhere in the same file (notebook: any code cell). With
     ``validation_data=`` it also passes ``validation_steps=`` and a repeated validation
     dataset in the same sense.
 
 One-epoch fits (``epochs`` left out or ``epochs=1``) are allowed: one iterator per fit either
 way. A call meant to show the stall carries ``# frozen-epochs: on purpose`` on one of its lines
 or on the line above it. The rule reads source, not values: ``epochs=EPOCHS`` counts as several
-epochs even where smoke settings make it 1.
+epochs even where smoke settings make it 1. Notebook cells are read one by one: line magics
+count as ``pass``, ``%%time``/``%%capture``/``%%writefile *.py`` bodies are read, other cell
+magics (``%%bash``) are skipped.
 """
 
 from __future__ import annotations
