@@ -1,0 +1,118 @@
+"""Build the homework (issue 48) with otter-grader: `make assignments`.
+
+Each master notebook assignments/source/NN_name/NN_name.ipynb (solutions, public and hidden tests)
+goes through `otter assign`:
+
+* the student version (solutions and hidden tests stripped, public tests in tests/) is copied to
+  assignments/student/NN_name/ — committed: students open it from git or Colab;
+* the autograder (solutions notebook, every test, and the zip `otter run -a` / Gradescope take) stays
+  in build/assignments/NN_name/autograder/ — build output, not committed.
+
+The student notebook's cell ids are made stable (otter gives new random ones), so a rebuild of an
+unchanged master changes nothing in git (tests/test_assignments.py compares a rebuild with git).
+
+    python -m tools.build_assignments            # build all, copy the student versions
+    python -m tools.build_assignments 01 12      # only these
+    python -m tools.build_assignments --check    # build into a temporary folder, compare with git
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import filecmp
+import io
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "assignments" / "source"
+STUDENT = ROOT / "assignments" / "student"
+BUILD = ROOT / "build" / "assignments"
+
+
+def masters(numbers: list[str] | None = None) -> list[Path]:
+    """The master notebooks, in order; `numbers` (e.g. ["01", "12"]) keeps only those."""
+    found = sorted(SOURCE.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb"))
+    return [m for m in found if not numbers or m.stem[:2] in numbers]
+
+
+def otter_assign(master: Path, out: Path, *, run_tests: bool = True, quiet: bool = False) -> Path:
+    """Run `otter assign` on `master` into `out` (emptied first); returns `out`."""
+    from otter.assign import main as assign
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+        assign(str(master), str(out), no_pdfs=True, no_run_tests=not run_tests)
+    return out
+
+
+def stabilise(notebook: Path) -> None:
+    """Give the cells stable ids (`NN-index`) and drop the empty metadata otter leaves."""
+    nb = nbformat.read(notebook, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        cell.id = f"{notebook.stem[:2]}-{index:02d}"
+    nbformat.write(nb, notebook)
+
+
+def student_version(built: Path, dest: Path) -> Path:
+    """Copy otter's student/ folder of a build to `dest` (replaced), with stable cell ids."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(built / "student", dest)
+    for notebook in dest.glob("*.ipynb"):
+        stabilise(notebook)
+    return dest
+
+
+def build(master: Path, build_dir: Path, student_dir: Path, *, run_tests: bool = True,
+          quiet: bool = False) -> Path:
+    """Build one assignment: otter's output in build_dir, the student version in student_dir."""
+    built = otter_assign(master, build_dir, run_tests=run_tests, quiet=quiet)
+    return student_version(built, student_dir)
+
+
+def differences(left: Path, right: Path) -> list[str]:
+    """Files that differ between two folders (recursively), or exist in one only."""
+    cmp = filecmp.dircmp(left, right, ignore=["__pycache__"])
+    out = [f"{left.name}/{n}" for n in cmp.left_only + cmp.right_only + cmp.diff_files]
+    # dircmp compares by os.stat first: compare the common files' contents too
+    out += [f"{left.name}/{n}" for n in cmp.same_files
+            if (left / n).read_bytes() != (right / n).read_bytes()]
+    for sub in cmp.common_dirs:
+        out += [f"{left.name}/{d}" for d in differences(left / sub, right / sub)]
+    return sorted(set(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("numbers", nargs="*", help="two-digit numbers of the assignments (all if none)")
+    parser.add_argument("--check", action="store_true",
+                        help="build into a temporary folder and compare with assignments/student/")
+    args = parser.parse_args(argv)
+    stale = []
+    for master in masters(args.numbers):
+        name = master.stem
+        if args.check:
+            with tempfile.TemporaryDirectory() as tmp:
+                student = build(master, Path(tmp) / "build", Path(tmp) / name, run_tests=False,
+                                quiet=True)
+                stale += differences(student, STUDENT / name) if (STUDENT / name).is_dir() else [name]
+            continue
+        student = build(master, BUILD / name, STUDENT / name)
+        zips = sorted((BUILD / name / "autograder").glob("*.zip"))
+        print(f"{name}: student version {student.relative_to(ROOT)}, "
+              f"autograder {zips[-1].relative_to(ROOT) if zips else '(none)'}")
+    if stale:
+        print("stale student versions (run `make assignments`):", ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
