@@ -12,7 +12,7 @@ TB_PORT   ?= 6006
 # `make lab COURSE_LANG=zh`; README.zh.md). Both stay reachable in JupyterLab's file browser.
 COURSE_LANG ?= en
 
-.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides slide-check book format lint i18n horovod slurm bench tensorboard gpu-check clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides slide-check book format lint i18n horovod slurm bench tensorboard gpu-check assignments clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -106,6 +106,11 @@ tensorboard: venv
 # For machines with GPUs: every notebook with a GPU path (00-06, 08, 09; smoke settings), report and logs in build/.
 gpu-check: venv
 	$(PY) scripts/gpu_check.py
+
+# Homework (issue 48): otter assign on each master in assignments/source/; the student versions go
+# to assignments/student/ (committed), the autograders (solutions, hidden tests, zip) to build/assignments/.
+assignments: venv
+	$(PY) -m tools.build_assignments
 
 clean:
 	rm -rf build images .pytest_cache .ruff_cache
