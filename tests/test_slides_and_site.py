@@ -297,3 +297,10 @@ def test_a_cell_that_would_not_fit_under_its_explanation_gets_a_slide_of_its_own
     types = [slide_type([text, cell], 1) for cell in (short, medium, long)]
     assert types == ["fragment", "-", "subslide"]
     assert not too_tall([long], 0)  # no explanation before it: nothing to move it away from
+
+
+def test_text_that_would_not_fit_under_the_text_before_it_starts_a_subslide() -> None:
+    long_text = md("\n\n".join("A paragraph of explanation, long enough to wrap over two lines. " * 2 for _ in range(6)))
+    cells = [md("## 3 · A section\n\nIntro."), long_text, long_text, long_text, code("x = 1")]
+    types = [slide_type(cells, i) for i in range(len(cells))]
+    assert types == ["slide", "-", "subslide", "subslide", "fragment"]

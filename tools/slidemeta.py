@@ -11,7 +11,8 @@ JupyterLab's RISE or its property inspector is kept; ``--reset`` recomputes all 
 * a check cell (tagged ``check``: the folded asserts behind a claim) is **skip**, and the cell
   after it is placed as if the check cell were not there;
 * other Markdown: a **subslide** when it follows code (a new step of the story), else it
-  continues the slide (``-``);
+  continues the slide (``-``) — unless the slide would then be taller than the slide
+  (:func:`too_tall`): then a **subslide**;
 * a code cell right after its explanation stays on that slide: a **fragment** (it appears on
   the next key press) when short, else it simply continues the slide (``-``; the slides
   scroll) — unless the explanation and the cell together would not fit the slide
@@ -90,16 +91,21 @@ def height(cell: dict[str, Any]) -> float:
 
 
 def too_tall(cells: list[dict[str, Any]], index: int) -> bool:
-    """True if code cell ``index`` and the Markdown right before it (back to where that slide
-    starts: a heading, or text after code) would be taller than the slide together."""
-    text = 0.0
-    shown = [c for c in cells[:index] if not is_check(c)]
-    for cell in reversed(shown):
+    """True if cell ``index`` and the Markdown right before it on the same slide would be taller
+    than the slide together. The run of Markdown cells before it (from a heading, or from text
+    after code) is laid out first, each cell that would not fit starting a subslide of its own."""
+    shown = [i for i in range(index) if not is_check(cells[i])]
+    run: list[int] = []
+    for j in reversed(shown):
+        cell = cells[j]
         if cell.get("cell_type") != "markdown" or is_setup(cell):
             break
-        text += height(cell)
+        run.insert(0, j)
         if heading_level(cell):
             break
+    text = 0.0
+    for j in run:
+        text = height(cells[j]) if text and text + height(cells[j]) > SLIDE_HEIGHT else text + height(cells[j])
     return text > 0 and text + height(cells[index]) > SLIDE_HEIGHT
 
 
@@ -116,7 +122,8 @@ def slide_type(cells: list[dict[str, Any]], index: int) -> str:
     if level >= 3:
         return "subslide"
     if cell.get("cell_type") == "markdown":
-        return "subslide" if previous is not None and previous.get("cell_type") == "code" else "-"
+        after_code = previous is not None and previous.get("cell_type") == "code"
+        return "subslide" if after_code or too_tall(cells, index) else "-"
     lines = _source(cell).strip().count("\n") + 1
     after_text = previous is not None and previous.get("cell_type") == "markdown" and not is_setup(previous)
     if not after_text or too_tall(cells, index):
