@@ -64,7 +64,7 @@ def stabilise(notebook: Path) -> None:
 def student_version(built: Path, dest: Path) -> Path:
     """Copy otter's student/ folder of a build to `dest` (replaced), with stable cell ids."""
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(built / "student", dest)
+    shutil.copytree(built / "student", dest, ignore=shutil.ignore_patterns(".OTTER_LOG"))
     for notebook in dest.glob("*.ipynb"):
         stabilise(notebook)
     return dest

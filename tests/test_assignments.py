@@ -1,0 +1,203 @@
+"""The homework (issue 48, assignments/): built with otter-grader, graded with its own test files.
+
+Every master in assignments/source/ is built again with `otter assign` into a temporary folder, then
+graded in this process with otter's exception-based test files (public and hidden), as `otter run`
+grades a submission: the notebook's code cells run one after the other (an error in one does not
+stop the others), then every test of the autograder. Checked:
+
+* the master's solutions score 100 % on every code question, hidden tests included;
+* the unsolved student version scores 0 on every code question, each failure a one-line hint
+  from the public test (no traceback);
+* deliberately wrong answers (below, at least one per assignment) lose points;
+* the committed student versions are what the masters build (none stale), carry no solution and
+  no hidden test, and their Colab cell installs the otter-grader of requirements.txt;
+* one submission graded end to end by `otter run` with the autograder zip (no Docker).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import build_assignments as ba
+
+pytestmark = pytest.mark.slow  # TensorFlow in-process for assignment 05
+
+MASTERS = ba.masters()
+NAMES = [m.stem for m in MASTERS]
+
+# Deliberately wrong answers: (assignment, question) -> code run after the solutions, replacing
+# the answer. Each must lose points on that question. (A second answer to the same question has a
+# space after its name.)
+WRONG = {
+    ("01_ring_allreduce", "q1"): "def ring_steps(n):\n    return n - 1  # the scatter-reduce half only",
+    ("01_ring_allreduce", "q2"): (
+        "def scatter_reduce(chunks):  # one step short\n"
+        "    n = len(chunks)\n"
+        "    result = [[c.copy() for c in node] for node in chunks]\n"
+        "    sent = [0] * n\n"
+        "    for s in range(n - 2):\n"
+        "        out = [(i, (i - s) % n) for i in range(n)]\n"
+        "        data = [result[i][c].copy() for i, c in out]\n"
+        "        for (i, c), d in zip(out, data, strict=True):\n"
+        "            result[(i + 1) % n][c] = result[(i + 1) % n][c] + d\n"
+        "            sent[i] += d.nbytes\n"
+        "    return result, sent\n"
+    ),
+    ("01_ring_allreduce", "q3"): "def ring_bytes_per_node(nbytes, n):\n    return 2 * (n - 1) * nbytes",
+    ("04_keras_scaling", "q1"): (
+        'tf_config = {"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 2}}'
+    ),
+    ("04_keras_scaling", "q2"): "def per_replica_batch(global_batch, n):\n    return global_batch // n",
+    ("04_keras_scaling", "q3"): (
+        "def warmup_lr(step, base_lr, n, warmup_steps):  # square-root scaling\n"
+        "    target = base_lr * n ** 0.5 if step < warmup_steps else base_lr * n\n"
+        "    return base_lr + (target - base_lr) * min(step, warmup_steps) / warmup_steps\n"
+    ),
+    # the classic mistake: averaging over the replica's own batch (N times the true loss)
+    ("05_custom_loop", "q1"): "def replica_loss(per_example_loss, global_batch_size):\n"
+    "    return tf.reduce_mean(per_example_loss)",
+    ("05_custom_loop", "q1 "): "def replica_loss(per_example_loss, global_batch_size):\n"
+    "    return tf.nn.compute_average_loss(per_example_loss)  # local size x replicas: 1 here",
+    ("05_custom_loop", "q2"): (
+        "def dataset_fn(input_context):  # sharded by replica instead of by input pipeline\n"
+        "    batch = input_context.get_per_replica_batch_size(GLOBAL_BATCH)\n"
+        "    ds = tf.data.Dataset.range(N_EXAMPLES)\n"
+        "    ds = ds.shard(input_context.num_replicas_in_sync, input_context.input_pipeline_id)\n"
+        "    return ds.batch(batch, drop_remainder=True)\n"
+    ),
+    ("05_custom_loop", "q3"): "def updates_per_epoch(n_train, global_batch):\n"
+    "    return n_train // global_batch",
+    ("12_model_parallelism", "q2"): "def zero1_bytes(n_params, n):  # ZeRO-3: everything sharded\n"
+    "    return 16 * -(-n_params // n)",
+    ("12_model_parallelism", "q3"): "def gpipe_bubble(p, m):\n    return (p - 1) / m",
+    ("12_model_parallelism", "q4"): "def micro_batches_for(p, max_bubble):\n"
+    "    return int((p - 1) / max_bubble)  # forgets the m + p - 1",
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    """Every master built by otter assign (without its own test run) into a temporary folder."""
+    root = tmp_path_factory.mktemp("assignments")
+    out = {}
+    for master in MASTERS:
+        out[master.stem] = ba.otter_assign(master, root / master.stem, run_tests=False, quiet=True)
+    return out
+
+
+def run_cells(notebook: Path, extra: str = "") -> dict:
+    """Run a notebook's code cells in a fresh namespace, as the autograder does; then `extra`."""
+    env: dict = {"__name__": "__main__"}
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "grader.check(" in cell.source:
+            continue
+        try:
+            exec(compile(cell.source, str(notebook), "exec"), env)
+        except Exception:  # an unanswered question may fail its example cell: grading goes on
+            pass
+    if extra:
+        exec(compile(extra, "wrong answer", "exec"), env)
+    return env
+
+
+def grade(tests_dir: Path, env: dict) -> dict[str, tuple[float, float, list]]:
+    """question -> (score, points, results of otter's test cases) for every test file."""
+    from otter.test_files import ExceptionTestFile
+
+    scores = {}
+    for path in sorted(tests_dir.glob("q*.py")):
+        test_file = ExceptionTestFile.from_file(str(path))
+        test_file.run(env)
+        scores[test_file.name] = (test_file.score, test_file.possible, test_file.test_case_results)
+    return scores
+
+
+def code_questions(built_dir: Path) -> list[str]:
+    return sorted(p.stem for p in (built_dir / "autograder" / "tests").glob("q*.py"))
+
+
+def test_there_are_assignments() -> None:
+    assert len(MASTERS) >= 4, NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solutions_pass_every_test(built, name, monkeypatch) -> None:
+    autograder = built[name] / "autograder"
+    monkeypatch.chdir(autograder)
+    scores = grade(autograder / "tests", run_cells(autograder / f"{name}.ipynb"))
+    hidden = sum(tc.test_case.hidden for _, _, results in scores.values() for tc in results)
+    failed = {q: [r.message for r in res if not r.passed] for q, (_, _, res) in scores.items()}
+    assert all(score == points for score, points, _ in scores.values()), failed
+    assert len(scores) >= 3 and hidden >= len(scores), f"{name}: a hidden test per code question"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unsolved_student_version_fails_with_a_hint(built, name, monkeypatch, tmp_path) -> None:
+    student = shutil.copytree(ba.STUDENT / name, tmp_path / name)  # otter writes its log there
+    monkeypatch.chdir(student)
+    scores = grade(built[name] / "autograder" / "tests", run_cells(student / f"{name}.ipynb"))
+    assert sorted(scores) == code_questions(built[name])
+    for question, (score, _, results) in scores.items():
+        assert score == 0, f"{name} {question}: the unsolved version scores {score}"
+        public = [r for r in results if not r.test_case.hidden]
+        assert public, f"{name} {question}: no public test"
+        message = public[0].message
+        assert "replace ..." in message and "Traceback" not in message, message
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_answers_are_caught(built, name, monkeypatch) -> None:
+    autograder = built[name] / "autograder"
+    monkeypatch.chdir(autograder)
+    wrong = [(q.strip(), code) for (n, q), code in WRONG.items() if n == name]
+    assert wrong, f"{name}: no deliberately wrong answer tried"
+    for question, code in wrong:
+        score, points, results = grade(autograder / "tests",
+                                       run_cells(autograder / f"{name}.ipynb", code))[question]
+        assert score < points, f"{name} {question}: the wrong answer scored {score}/{points}"
+        assert all("Traceback" not in r.message for r in results)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_version_is_up_to_date(built, name, tmp_path) -> None:
+    """assignments/student/ is what `make assignments` makes of the master now."""
+    fresh = ba.student_version(built[name], tmp_path / name)
+    assert ba.differences(fresh, ba.STUDENT / name) == [], "stale: run `make assignments`"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_version_hides_solutions_and_installs_the_grader(name) -> None:
+    student = ba.STUDENT / name
+    text = (student / f"{name}.ipynb").read_text(encoding="utf-8")
+    assert "BEGIN SOLUTION" not in text and "hidden=True" not in "".join(
+        p.read_text() for p in (student / "tests").glob("*.py"))
+    pin = re.search(r"^otter-grader==(\S+)$", (ba.ROOT / "requirements.txt").read_text(), re.M)
+    assert pin, "otter-grader is not pinned in requirements.txt"
+    first_code = next(c for c in json.loads(text)["cells"] if c["cell_type"] == "code")
+    source = "".join(first_code["source"])
+    assert "google.colab" in source and f"otter-grader=={pin.group(1)}" in source
+    assert f"assignments/student/{name}/tests" in source
+
+
+def test_otter_run_grades_a_submission_end_to_end(built, tmp_path) -> None:
+    """The autograder zip, as a lecturer uses it: `otter run` on the solutions notebook."""
+    name = "01_ring_allreduce"
+    autograder = built[name] / "autograder"
+    (zip_path,) = autograder.glob("*.zip")
+    submission = tmp_path / f"{name}.ipynb"
+    submission.write_bytes((autograder / f"{name}.ipynb").read_bytes())
+    subprocess.run([sys.executable, "-m", "otter", "run", "-a", str(zip_path), "-o", str(tmp_path),
+                    str(submission)], check=True, capture_output=True, timeout=600)
+    results = json.loads((tmp_path / "results.json").read_text())
+    graded = {t["name"]: t for t in results["tests"] if "max_score" in t}
+    assert sorted(graded) == code_questions(built[name])
+    assert all(t["score"] == t["max_score"] for t in graded.values()), graded
