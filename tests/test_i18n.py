@@ -109,6 +109,47 @@ def test_glossary_terms_are_used(path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_no_rejected_variants(path: Path) -> None:
+    """One Chinese term per concept: no variant of tools/i18n.py REJECTED (批次大小, 全局批次,
+    集合操作, 自定义循环, 输入管道 outside the slides' title, 综合项目, 预演, 延迟步数, GPU 内存, a bare
+    epoch or scope …) in any translated cell or comment, emphasis included, code spans aside."""
+    bad = [
+        f"{entry.msgctxt}: {variant}"
+        for entry in CATALOGS[path.name]
+        if not entry.obsolete and entry.msgstr
+        for variant in i18n.rejected_variants(entry.msgid, entry.msgstr)
+    ]
+    assert not bad, f"{path.stem}: rejected variants (→ the term to use):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_slide_names_are_glossed_at_first_use(path: Path) -> None:
+    """The slides name the algorithms in English: Ring AllReduce（环形全归约）, Parameter Server（参数服务器）,
+    Scatter Reduce（分散归约）, All Gather（全收集） at the first Markdown cell that uses the term."""
+    found = i18n.slide_name_problems(CATALOGS[path.name])
+    assert not found, f"{path.stem}: " + "\n".join(found)
+
+
+def test_term_law_checks_can_fail() -> None:
+    """Controls: emphasis no longer hides a term; variants, glosses and slide titles as specified."""
+    terms = i18n.term_base()
+    assert terms["staleness"] == ("陈旧度",) and terms["batch size"] == ("批量大小",)
+    assert i18n.term_problems("The *global* batch size.", "*全局*批次大小。", terms) == [
+        "'global batch size' → 全局批量大小", "'batch size' → 批量大小"]
+    assert i18n.term_problems("the `batch size`", "`batch size`", terms) == []
+    assert i18n.rejected_variants("x", "**全局批次**，每个 epoch 在 scope 中") == [
+        "全局批次 → 全局批量（大小）", "epoch → 轮", "scope → 作用域"]
+    assert i18n.rejected_variants("x", "一轮（epoch），`strategy.scope()`，`epochs=2`") == []
+    assert i18n.rejected_variants("## 6 · The input pipeline (输入管道)", "## 6 · 输入管道") == []
+    assert i18n.rejected_variants("The input pipeline.", "输入管道。") != []
+    po = i18n.new_catalog()
+    po.append(polib.POEntry(msgctxt="a", msgid="Ring all-reduce.", msgstr="环形全归约。"))
+    po.append(polib.POEntry(msgctxt="b", msgid="Ring all-reduce.", msgstr="Ring AllReduce（环形全归约）。"))
+    assert i18n.slide_name_problems(po) == [
+        "cell a: first 环形全归约 without the slides' name: Ring AllReduce（环形全归约）"]
+
+
 # --- the machinery itself, on small notebooks made here -------------------------------------
 
 
@@ -306,3 +347,27 @@ def test_report_with_and_without_pending(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(i18n, "PENDING", ("99",))
     lines, todo = i18n.report()
     assert todo == 0 and "not yet translated" in lines[0]
+
+
+def test_readme_zh_is_in_step_with_readme_and_the_notebooks() -> None:
+    """README.zh.md: translated from README.md's current introduction and notebook table (its
+    fingerprint), one row per Chinese notebook titled as the notebook is, links that resolve."""
+    found = i18n.readme_problems()
+    assert not found, "\n".join(found)
+    text = i18n.README_ZH.read_text(encoding="utf-8")
+    for _, target in i18n._LINK.findall(text):
+        if not re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target, re.I):
+            assert (i18n.ROOT / target.split("#")[0]).exists(), f"README.zh.md: broken link {target}"
+    assert "代替" in text and "在 nbval 下运行中文版的 00 和 02" in text  # in place of, not in addition
+
+
+def test_readme_check_sees_a_changed_introduction_and_a_wrong_row(tmp_path: Path, monkeypatch) -> None:
+    english = i18n.README_EN.read_text(encoding="utf-8")
+    assert i18n.readme_fingerprint(english) != i18n.readme_fingerprint(english.replace("Slurm", "SLURM", 1))
+    chinese = i18n.README_ZH.read_text(encoding="utf-8")
+    monkeypatch.setattr(i18n, "README_ZH", tmp_path / "README.zh.md")
+    (tmp_path / "README.zh.md").write_text(chinese.replace("| 09 | [常见问题]", "| 09 | [问题]"), encoding="utf-8")
+    assert i18n.readme_problems() == ["README.zh.md row 09: should link [常见问题](notebooks/zh/09_troubleshooting.ipynb)"]
+    monkeypatch.setattr(i18n, "README_EN", tmp_path / "README.md")
+    (tmp_path / "README.md").write_text(english.replace("Slurm", "SLURM", 1), encoding="utf-8")
+    assert "introduction or notebook table changed" in i18n.readme_problems()[0]

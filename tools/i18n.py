@@ -1,6 +1,6 @@
 """The Chinese edition (中文版): catalogs in ``i18n/zh_CN/``, notebooks generated into ``notebooks/zh/``.
 
-``python -m tools.i18n update|report|generate|all|init NN`` (``make i18n`` runs ``all``):
+``python -m tools.i18n update|report|generate|all|init NN|readme`` (``make i18n`` runs ``all``):
 
 * **Catalogs** (gettext ``.po`` through polib, one per English notebook:
   ``i18n/zh_CN/<stem>.po``; format in ``i18n/README.md``): one entry per Markdown cell
@@ -17,6 +17,9 @@
   translation, nothing else in the code changed; links made right for ``notebooks/zh/``.
   An entry that is missing, empty or fuzzy leaves the English in place (the report and
   ``tests/test_i18n.py`` say where).
+* **readme**: README.zh.md is written by hand; it records a fingerprint of what it translates
+  of README.md (introduction, notebook table). ``report`` and the tests say when that changed or
+  when its table differs from ``notebooks/zh/``; ``readme`` records the new fingerprint.
 
 Project tooling, not used inside notebooks; ``tests/test_i18n.py`` checks its output.
 """
@@ -270,8 +273,13 @@ def term_base(nb: dict | None = None) -> dict[str, tuple[str, ...]]:
     """``{English term: accepted Chinese renderings}`` from notebook 01's glossary table
     (``| English | 中文 | where |``): "a, b" and "a / b" pair up term by term; a bracketed
     Chinese term after another is an accepted alternative ("过时梯度 (陈旧梯度)"); an English
-    one is only a gloss ("工作节点 (worker)": 工作节点 is required)."""
+    one is only a gloss ("工作节点 (worker)": 工作节点 is required). LAW_TERMS added, and
+    winning where they differ."""
     nb = nb if nb is not None else load(EN_DIR / GLOSSARY_NOTEBOOK)
+    return _glossary(nb) | LAW_TERMS
+
+
+def _glossary(nb: dict) -> dict[str, tuple[str, ...]]:
     table = next((source(c) for c in nb["cells"] if "| English | 中文 |" in source(c)), None)
     if table is None:
         raise ValueError(f"{GLOSSARY_NOTEBOOK}: no glossary table '| English | 中文 | …'")
@@ -292,11 +300,74 @@ def term_base(nb: dict | None = None) -> dict[str, tuple[str, ...]]:
 
 
 def _prose(markdown: str) -> str:
-    """The words of a cell a reader reads: code, URLs, HTML tags and link targets removed."""
+    """The words of a cell a reader reads: code, URLs, HTML tags and link targets removed, and
+    the emphasis markers (``*`` and ``__``), which would split a term ("*global* batch size")."""
     text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
     text = _CODE_SPAN.sub(" ", text)
     text = re.sub(r"\]\([^)]*\)|<[^>]+>|https?://\S+", " ", text)
-    return text
+    return text.replace("*", "").replace("__", "")
+
+
+# The term law (issue 49): one Chinese term per concept. Notebook 01's glossary table is the term
+# base; LAW_TERMS adds the concepts it lacks and settles the ones it words otherwise (staleness:
+# 陈旧度, not 延迟步数, which reads as latency's 延迟). Each is required where the English prose has
+# the term, like the glossary's.
+LAW_TERMS: dict[str, tuple[str, ...]] = {
+    "staleness": ("陈旧度",),
+    "batch size": ("批量大小",),
+    "collective op": ("集合通信操作",),
+    "custom training loop": ("自定义训练循环",),
+    "input pipeline": ("输入流水线", "输入管道"),  # 输入管道 only as the slides' title: REJECTED
+    "capstone": ("实战",),
+    "epoch": ("轮",),
+    "scope": ("作用域",),
+    "GPU memory": ("显存",),
+    "auto-shard policy": ("分片策略",),
+    "learning-rate schedule": ("学习率调度",),
+    "policy": ("精度策略", "策略（policy）", "分片策略", "学习率调度"),  # never a bare 策略 (= strategy)
+}
+# Variants no catalog may use (in prose; a slide title the English quotes in brackets and a gloss
+# in full-width brackets, "轮（epoch）", are exempt): pattern → the term to use instead.
+REJECTED: dict[str, str] = {
+    "批次大小": "批量大小",
+    "全局批次": "全局批量（大小）",
+    "集合操作": "集合通信操作",
+    "集合运算": "集合通信操作",
+    "自定义循环": "自定义训练循环",
+    "输入管道": "输入流水线 (输入管道 is only the slides' title)",
+    "综合项目": "实战",
+    "预演": "演练",
+    "延迟步数": "陈旧度",
+    "迭代周期": "轮",
+    r"GPU\s?内存": "显存",
+    r"(?<![A-Za-z_])[Ee]pochs?(?![A-Za-z_])": "轮",
+    r"(?<![A-Za-z_.])scopes?(?![A-Za-z_(])": "作用域",
+}
+# The slides' names of the algorithms, glossed at their first use in each notebook that uses them.
+SLIDE_NAMES = {"环形全归约": "Ring AllReduce", "参数服务器": "Parameter Server",
+               "分散归约": "Scatter Reduce", "全收集": "All Gather"}
+
+
+def rejected_variants(english: str, chinese: str) -> list[str]:
+    """The rejected variants (REJECTED) in a translation's prose."""
+    text = _prose(chinese)
+    for title in re.findall(r"[(（*]([^()（）*]*[\u4e00-\u9fff][^()（）*]*)[)）*]", english):
+        text = text.replace(title, " ")  # the slides' own titles, as the English quotes them
+    text = re.sub(r"（[A-Za-z][A-Za-z .-]*）", " ", text)  # glosses: 轮（epoch）
+    text = re.sub(r"“[^“”\u4e00-\u9fff]*”", " ", text)  # English quoted in Chinese quotes
+    return [f"{m.group(0)} → {use}" for pattern, use in REJECTED.items() for m in re.finditer(pattern, text)]
+
+
+def slide_name_problems(po: polib.POFile) -> list[str]:
+    """Each slide name's Chinese term (环形全归约 …): its first use in the notebook's Markdown cells
+    carries the slides' name, "Ring AllReduce（环形全归约）"."""
+    found = []
+    cells = [e for e in po if not e.obsolete and e.msgstr and not e.msgctxt.endswith("#comment")]
+    for chinese, name in SLIDE_NAMES.items():
+        first = next((e for e in cells if chinese in _prose(e.msgstr)), None)
+        if first is not None and f"{name}（{chinese}）" not in _prose(first.msgstr):
+            found.append(f"cell {first.msgctxt}: first {chinese} without the slides' name: {name}（{chinese}）")
+    return found
 
 
 NOT_A_TERM = re.compile(r"^not a term:\s*(.+)$", re.M)
@@ -306,7 +377,7 @@ def term_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...]],
     """Glossary terms of the English cell whose Chinese term the translation lacks. ``note`` is
     the entry's translator comment: a line ``not a term: pull, push`` exempts words the cell uses
     in another sense ("pulls the weights towards …")."""
-    prose = _prose(english)
+    prose, chinese = _prose(english), _prose(chinese)
     exempt = {
         w.strip().lower() for line in NOT_A_TERM.findall(note) for w in re.sub(r"\(.*?\)", "", line).split(",")
     }
@@ -477,6 +548,71 @@ def generate(numbers: list[str] | None = None) -> list[str]:
     return changed
 
 
+README_EN = ROOT / "README.md"
+README_ZH = ROOT / "README.zh.md"
+_FINGERPRINT = re.compile(r"指纹 (\{HASH\}|[0-9a-f]{12})")
+
+
+def _notebook_table(markdown: str) -> list[list[str]]:
+    """The rows of a README's notebook table (``| NN | … |``), as lists of cells."""
+    return [[c.strip() for c in row.strip().strip("|").split("|")]
+            for row in markdown.splitlines() if re.match(r"^\|\s*\d\d\s*\|", row)]
+
+
+def readme_fingerprint(english: str | None = None) -> str:
+    """What README.zh.md translates of README.md, hashed: the introduction (from the top to
+    "## The two commands"), the sentence on the Chinese notebooks under the tests, and the
+    notebook table."""
+    import hashlib
+
+    english = english if english is not None else README_EN.read_text(encoding="utf-8")
+    intro = english[: english.index("## The two commands")]
+    chinese_runs = re.findall(r"[^.]*The Chinese 00 and 02[^.]*\.", english)
+    rows = ["|".join(r) for r in _notebook_table(english)]
+    return hashlib.sha256("\n".join([intro, *chinese_runs, *rows]).encode()).hexdigest()[:12]
+
+
+def _title(notebook: Path) -> str:
+    """The Chinese title of a notebook: its first heading, without "N · "."""
+    first = next(c for c in load(notebook)["cells"] if c["cell_type"] == "markdown")
+    return re.sub(r"^#\s*\d+\s*·\s*", "", source(first).splitlines()[0]).strip()
+
+
+def readme_problems() -> list[str]:
+    """How README.zh.md is out of step: README.md's introduction or table changed since it was
+    translated (the fingerprint), or its notebook table differs from the notebooks: one row per
+    Chinese notebook, linked, titled as the notebook is, the slides as in README.md."""
+    chinese, english = README_ZH.read_text(encoding="utf-8"), README_EN.read_text(encoding="utf-8")
+    found = []
+    mark = _FINGERPRINT.search(chinese)
+    if mark is None or mark.group(1) != readme_fingerprint(english):
+        found.append("README.md's introduction or notebook table changed since README.zh.md was "
+                     "translated: bring README.zh.md in step, then `python -m tools.i18n readme`")
+    slides = {r[0]: re.split(r"\s*\(", r[2])[0] for r in _notebook_table(english) if len(r) > 2}
+    rows = {r[0]: r for r in _notebook_table(chinese)}
+    editions = {p.name[:2]: p for p in sorted(ZH_DIR.glob("*.ipynb"))}
+    if sorted(rows) != sorted(editions):
+        found.append(f"README.zh.md's table lists {sorted(rows)}, notebooks/zh/ has {sorted(editions)}")
+    for number, path in editions.items():
+        row = rows.get(number)
+        if row is None:
+            continue
+        link = re.match(r"^\[(.+?)\]\((.+?)\)", row[1])
+        if link is None or link.group(2) != f"notebooks/zh/{path.name}" or link.group(1) != _title(path):
+            found.append(f"README.zh.md row {number}: should link [{_title(path)}](notebooks/zh/{path.name})")
+        if len(row) < 3 or re.split(r"（", row[2])[0] != slides.get(number):
+            found.append(f"README.zh.md row {number}: slides should be {slides.get(number)!r} (README.md)")
+    return found
+
+
+def stamp_readme() -> bool:
+    """Write README.md's current fingerprint into README.zh.md (after the translation is updated)."""
+    text = README_ZH.read_text(encoding="utf-8")
+    new = _FINGERPRINT.sub(f"指纹 {readme_fingerprint()}", text, count=1)
+    README_ZH.write_text(new, encoding="utf-8")
+    return new != text
+
+
 def report(numbers: list[str] | None = None) -> tuple[list[str], int]:
     """Lines for a translator, and the number of entries still to translate (of ``numbers``, if given)."""
     lines, todo = [], 0
@@ -505,7 +641,7 @@ def selected(numbers: list[str] | None) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Chinese edition: catalogs and notebooks/zh/.")
-    parser.add_argument("what", choices=("update", "report", "generate", "all", "init"))
+    parser.add_argument("what", choices=("update", "report", "generate", "all", "init", "readme"))
     parser.add_argument("numbers", nargs="*", help="the notebook numbers to work on (default: all; init needs them)")
     args = parser.parse_args(argv)
     if args.what == "init":
@@ -515,6 +651,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"no single notebook {number}_*.ipynb in {EN_DIR}")
             counts = update(matches[0], create=True)
             print(f"i18n: {catalog_path(matches[0]).relative_to(ROOT)}: {counts}")
+        return 0
+    if args.what == "readme":  # README.zh.md brought in step by hand: record README.md's fingerprint
+        print("i18n: README.zh.md fingerprint " + ("updated" if stamp_readme() else "already current"))
         return 0
     if args.what in ("update", "all"):
         for notebook in selected(args.numbers):
@@ -526,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
         lines, todo = report(args.numbers)
         print("\n".join(lines))
         print(f"i18n: {todo} entries to translate or review" if todo else "i18n: every catalog is complete")
+        for line in readme_problems() if not args.numbers else []:
+            print(f"i18n: {line}")
     if args.what in ("generate", "all"):
         for line in generate(args.numbers) or ["notebooks/zh/ is up to date"]:
             print(f"i18n: {line}")
