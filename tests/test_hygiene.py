@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -63,10 +62,6 @@ def load(path: Path) -> dict:
 
 def code_cells(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code"]
-
-
-def test_there_are_notebooks() -> None:
-    assert NOTEBOOKS, "no notebooks found in notebooks/"
 
 
 def test_numbering_follows_the_outline() -> None:
@@ -204,16 +199,6 @@ def test_old_name_patterns_catch_old_code() -> None:
     assert not any(re.search(pattern, new) for pattern in OLD_NAMES.values())
 
 
-def test_ruff_passes() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def _distribute_calls(source: str) -> list[int]:
     """Lines of ``source`` that use ``tf.distribute.…`` in code (docstrings and comments aside)."""
     import ast
@@ -226,14 +211,39 @@ def _distribute_calls(source: str) -> list[int]:
     return found
 
 
-def test_utils_hides_no_tf_distribute_call() -> None:
+# The one package code that may call tf.distribute, and why: machinery, not a lesson step.
+DISTRIBUTE_ALLOWED = {
+    # start_in_process_ps_cluster: tf.distribute.Server objects in the kernel stand in for the
+    # other machines of a parameter-server cluster (on real machines each is a process started
+    # apart); the notebooks build the ParameterServerStrategy and its coordinator themselves
+    "infra/cluster.py": "start_in_process_ps_cluster",
+}
+
+
+def _package_distribute_calls() -> dict[str, list[int]]:
+    """``{path: lines}`` of every ``tf.distribute`` use in the packages (utils, infra, quickdraw, tools)."""
+    return {str(p.relative_to(ROOT)): lines
+            for package in ("utils", "infra", "quickdraw", "tools")
+            for p in sorted((ROOT / package).rglob("*.py"))
+            if (lines := _distribute_calls(p.read_text(encoding="utf-8")))}
+
+
+def test_packages_hide_no_tf_distribute_call() -> None:
     """Notebook 00 §2: the tf.distribute calls stay in the notebooks (or the programs they show
-    whole), never hidden in utils."""
+    whole), never hidden in a package; the one exception is named, with the function it is in."""
     assert _distribute_calls("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n") == [2]
     assert _distribute_calls('"""tf.distribute.MirroredStrategy() in a docstring"""\n# tf.distribute\n') == []
-    hidden = {p.name: lines for p in sorted((ROOT / "utils").glob("*.py"))
-              if (lines := _distribute_calls(p.read_text(encoding="utf-8")))}
-    assert hidden == {}
+    import ast
+
+    found = _package_distribute_calls()
+    assert set(found) <= set(DISTRIBUTE_ALLOWED), set(found) - set(DISTRIBUTE_ALLOWED)
+    for path, function in DISTRIBUTE_ALLOWED.items():
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        spans = [(n.lineno, n.end_lineno) for n in tree.body
+                 if isinstance(n, ast.FunctionDef) and n.name == function]
+        assert spans, f"{path} has no function {function} any more: remove the exception"
+        outside = [line for line in found.get(path, []) if not spans[0][0] <= line <= spans[0][1]]
+        assert outside == [], f"{path}: tf.distribute outside {function}, lines {outside}"
 
 
 STRAY = re.compile(r"(\.orig|\.rej|\.bak|\.swp|~|\.pyc|\.DS_Store|\.ipynb_checkpoints/.*|__pycache__/.*)$")

@@ -89,10 +89,11 @@ def test_runs_unit_tests_then_notebooks_beside_horovod_beside_notebook_09_and_th
     result = run(root, env={**os.environ, "PY": str(root / "python"), "TMPDIR": str(scratch)})
     assert result.returncode == 0, result.stderr
     log = calls(root)  # all three streams write to it
-    main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside"))]
-    assert main[0] == "-m pytest tests -m not horovod_env and not beside --durations=25"
+    main = [line for line in log if any(mark in line for mark in ("notebooks/01_b.ipynb", "not beside", "ruff"))]
+    assert main[0] == "-m ruff check ."  # once, in the main stream only
+    assert main[1] == "-m pytest tests -m not horovod_env and not beside --durations=25"
     # not 07, not 09; the Chinese 00 in the English one's place (same code), which the rehearsals run
-    assert main[1].endswith("--durations=15 notebooks/zh/00_a.ipynb notebooks/01_b.ipynb notebooks/02_c.ipynb")
+    assert main[2].endswith("--durations=15 notebooks/zh/00_a.ipynb notebooks/01_b.ipynb notebooks/02_c.ipynb")
     # the Horovod job: its build, then the unit test that needs it and notebook 07
     horovod = [line for line in log if "-m horovod_env" in line or "--nbval-kernel-name horovod" in line]
     assert horovod[0] == "-m pytest tests -m horovod_env"
@@ -105,7 +106,7 @@ def test_runs_unit_tests_then_notebooks_beside_horovod_beside_notebook_09_and_th
     assert second[3].endswith("--nbval-current-env notebooks/00_a.ipynb notebooks/02_c.ipynb")
     assert second[4] == f"tools/colab_rehearsal.py --source {root} --faithful /fake/venv-colab"
     reports = root / "build" / "test-reports"  # both streams' notebooks report their cells' times there
-    assert f"--junitxml={reports}/nbval-00_a.xml" in main[1] and f"--junitxml={reports}/nbval-09_slow.xml" in second[1]
+    assert f"--junitxml={reports}/nbval-00_a.xml" in main[2] and f"--junitxml={reports}/nbval-09_slow.xml" in second[1]
     assert log[-1].startswith("tools/lesson_lines.py --times")  # and the table of core times beside slots ends the run
     assert "GPU rehearsal, 1x15360@7.5:Tesla T4" in result.stdout and "GPU rehearsal, 3x24576" in result.stdout
     assert "setup_horovod: fake build" in result.stdout and "setup_colab_env: fake build" in result.stdout
@@ -152,7 +153,7 @@ def test_build_that_cannot_run_here_skips_notebook_07_with_a_line(tmp_path: Path
     root = make_project(tmp_path, setup='echo "setup_horovod: no compiler" >&2; exit 3')
     result = run(root)
     assert result.returncode == 0
-    assert len(calls(root)) == 8  # unit tests (two parts), notebooks, notebook 09, two GPU rehearsals, Colab, slot table; not 07
+    assert len(calls(root)) == 9  # ruff, unit tests (two parts), notebooks, notebook 09, two GPU rehearsals, Colab, slot table; not 07
     assert not any(line.endswith("-m horovod_env") or "--nbval-kernel-name horovod" in line for line in calls(root))
     assert "no compiler" in result.stdout and "notebook 07 not run" in result.stdout
 
@@ -248,7 +249,7 @@ def test_stages_alone(tmp_path: Path) -> None:
     """make test-unit / test-rehearsals / test-horovod run one part each."""
     root = make_project(tmp_path)
     assert run(root, "run_tests.sh", args=["unit"]).returncode == 0
-    assert calls(root) == ["-m pytest tests -m not horovod_env --durations=25"]
+    assert calls(root) == ["-m ruff check .", "-m pytest tests -m not horovod_env --durations=25"]
     (root / "calls.log").unlink()
     assert run(root, "run_tests.sh", args=["rehearsals"]).returncode == 0
     assert len(calls(root)) == 2 and all("--nbval-current-env notebooks/00_a.ipynb notebooks/02_c" in c for c in calls(root))
@@ -259,3 +260,10 @@ def test_stages_alone(tmp_path: Path) -> None:
     assert calls(root)[0] == "-m pytest tests -m horovod_env" and "07_horovod.ipynb" in calls(root)[1]
     bad = run(root, "run_tests.sh", args=["everything"])
     assert bad.returncode == 2 and "usage:" in bad.stderr
+
+
+def test_a_lint_error_fails_make_test_before_the_tests_run(tmp_path: Path) -> None:
+    """ruff runs in tools/run_tests.sh, not in pytest: CI runs only make test, so it must fail there."""
+    root = make_project(tmp_path, fail_when="ruff")
+    assert run(root, "run_tests.sh", args=["unit"]).returncode == 1
+    assert calls(root) == ["-m ruff check ."]

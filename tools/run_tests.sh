@@ -21,7 +21,7 @@
 # .test-horovod.log and .test-second-stream.log and is printed when they end.
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
-#   tools/run_tests.sh unit      unit tests only (make test-unit)
+#   tools/run_tests.sh unit      ruff, then the unit tests (make test-unit)
 #   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00 and 02, and the Colab
 #                                rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
@@ -100,6 +100,9 @@ stop_build() {
 trap stop_build EXIT
 trap 'exit 130' INT TERM
 
+run_lint() { # ruff over the whole tree, once per run (pytest does not run it)
+    "$PY" -m ruff check .
+}
 run_unit() { # run_unit [MARKERS]: the unit tests (all but those needing the Horovod environment)
     "$PY" -m pytest tests -m "${1:-not horovod_env}" --durations=25
 }
@@ -171,7 +174,10 @@ run_horovod() { # run_horovod RC: the tests of notebook 07 after setup_horovod.s
 
 rc=0
 case "$STAGE" in
-    unit) run_unit ;;
+    unit)
+        run_lint
+        run_unit
+        ;;
     notebooks)
         if [[ -f tools/setup_slurm.sh ]]; then
             rc=0
@@ -239,6 +245,7 @@ case "$STAGE" in
             bash tools/setup_slurm.sh >"$SLURM_LOG" 2>&1 &
             slurm_pid=$!
         fi
+        run_lint
         run_unit "not horovod_env and not beside"  # the tests marked `beside` run in the second stream
         if [[ -n "$slurm_pid" ]]; then
             rc=0
