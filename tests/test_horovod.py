@@ -390,10 +390,6 @@ def _setup(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_setup_script_syntax() -> None:
-    assert subprocess.run(["bash", "-n", "tools/setup_horovod.sh"], cwd=ROOT).returncode == 0
-
-
 def test_setup_script_without_python311_says_why_in_one_line(tmp_path: Path) -> None:
     result = _setup({"HOROVOD_PYTHON": str(tmp_path / "no-such-python"), "HOROVOD_VENV": str(tmp_path / "v")})
     assert result.returncode == 3
@@ -407,16 +403,11 @@ def test_setup_script_without_python311_says_why_in_one_line(tmp_path: Path) -> 
     assert not (tmp_path / "v").exists()
 
 
-def test_stall_patch_is_the_one_line_fix(tmp_path: Path) -> None:
-    """The patch replaces reserve by resize on gloo_controller.cc line 92, and nothing else.
-
-    With the sdist in the course cache (after ``make horovod``) it is also applied to it.
-    """
+def test_stall_patch_applies_to_the_pinned_sdist(tmp_path: Path) -> None:
+    """The patch applies to Horovod 0.28.1's source (the sdist setup_horovod.sh pins by hash)
+    and leaves gloo_controller.cc resizing, not reserving, its rank list (line 92). Needs the
+    sdist in the course cache (``make horovod``)."""
     patch = (ROOT / "tools" / "horovod-0.28.1-gloo-stall.patch").read_text()
-    removed = [line for line in patch.splitlines() if line.startswith("-") and not line.startswith("---")]
-    added = [line for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    assert removed == ["-  global_ranks_.reserve(size_);"] and added == ["+  global_ranks_.resize(size_);"]
-    assert "+++ b/horovod/common/gloo/gloo_controller.cc" in patch and "@@ -89,7 +89,7 @@" in patch  # line 92
     script = (ROOT / "tools" / "setup_horovod.sh").read_text()
     pinned = re.search(r"^SDIST_SHA256=([0-9a-f]+)$", script, re.MULTILINE)
     assert pinned and len(pinned[1]) == 64
@@ -443,11 +434,7 @@ def test_requirements_are_pinned() -> None:
     ]
     pins = dict(line.split("==", 1) for line in lines)
     assert len(pins) == len(lines), "every requirement is pinned with =="
-    assert pins["horovod"] == "0.28.1"
-    assert pins["tensorflow-cpu"].startswith("2.12.")
-    assert int(pins["numpy"].split(".")[0]) == 1, "TensorFlow 2.12 needs NumPy 1.x"
-    assert int(pins["cmake"].split(".")[0]) == 3
-    assert lines[-1] == "horovod==0.28.1", "Horovod is built last, against the TensorFlow above"
+    assert lines[-1].startswith("horovod=="), "Horovod is built last, against the TensorFlow above"
 
 
 def test_conda_environment_matches_requirements() -> None:
