@@ -128,8 +128,16 @@ def slurm_problem() -> str | None:
 # --------------------------------------------------------------------------------------------
 # Configuration (pure functions)
 # --------------------------------------------------------------------------------------------
-def node_names(nodes: int) -> list[str]:
-    """``["node1", "node2", ...]``: the names ``sinfo`` shows and ``SLURM_STEP_NODELIST`` lists."""
+def node_names(nodes: int | Sequence[str]) -> list[str]:
+    """``["node1", "node2", ...]``: the names ``sinfo`` shows and ``SLURM_STEP_NODELIST`` lists.
+    A list or tuple of names is checked and kept in its order, which is Slurm's order of the nodes
+    (notebook 11 §5 names its nodes ``node8``, ``node9``, ``node10``: not their string order)."""
+    if isinstance(nodes, (list, tuple)):
+        names = [str(n) for n in nodes]
+        if (not 1 <= len(names) <= MAX_NODES or len(set(names)) != len(names)
+                or not all(re.fullmatch(r"[a-z][a-z0-9]*", n) for n in names)):
+            raise ValueError(f"node names must be 1 to {MAX_NODES} distinct lower-case words, got {names}")
+        return names
     if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= MAX_NODES:
         raise ValueError(f"nodes must be a whole number from 1 to {MAX_NODES}, got {nodes!r}")
     return [f"node{i}" for i in range(1, nodes + 1)]
@@ -317,7 +325,7 @@ def _stop_all_live() -> None:  # a normal interpreter exit, also after KeyboardI
 class SlurmCluster:
     """munged, slurmctld and ``nodes`` slurmd daemons with private files (see module doc).
 
-    ``cpus`` is what each node offers to jobs (they share this machine's CPUs). ``network``:
+    ``nodes``: how many (named ``node1`` …) or their names. ``cpus`` is what each node offers to jobs (they share this machine's CPUs). ``network``:
     ``True`` puts every node (and a ``login`` host for the controller and the commands) in its
     own network namespace of :mod:`infra.netns` with links of ``rate``/``delay``; ``False``
     keeps all on loopback; ``None`` (default) uses namespaces where they work and says in
@@ -326,7 +334,7 @@ class SlurmCluster:
     Used in notebook 11 and ``make slurm``.
     """
 
-    def __init__(self, nodes: int = 2, *, cpus: int = 2, start_timeout: float = 60.0, network: bool | None = None,
+    def __init__(self, nodes: int | Sequence[str] = 2, *, cpus: int = 2, start_timeout: float = 60.0, network: bool | None = None,
                  rate: str | float | None = None, delay: str | float | None = None) -> None:
         self.nodes = node_names(nodes)
         if cpus < 1:

@@ -61,6 +61,10 @@ def test_node_names_and_their_limits():
     for bad in (0, slurm.MAX_NODES + 1, 2.0, True, "2"):
         with pytest.raises(ValueError, match="whole number"):
             node_names(bad)
+    assert node_names(["node8", "node9", "node10"]) == ["node8", "node9", "node10"]  # their order kept
+    for bad in ([], ["node1", "node1"], ["Node1"], ["n"] * (slurm.MAX_NODES + 1)):
+        with pytest.raises(ValueError, match="distinct lower-case"):
+            node_names(bad)
 
 
 def test_every_file_of_the_cluster_is_under_its_folder(tmp_path):
@@ -190,6 +194,21 @@ def _assert_nothing_left(root: Path, seconds: float = 15) -> None:
 
 NETWORK = [False, pytest.param(True, marks=pytest.mark.skipif(
     netns.network_problem() is not None, reason=f"no network namespaces here: {netns.network_problem()}"))]
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_named_nodes_keep_slurms_order_and_nothing_is_left():
+    """Notebook 11 §5: nodes node9, node10 (string order is not Slurm's); its clean-up, checked here."""
+    with SlurmCluster(["node9", "node10"], network=False) as cluster:
+        root = cluster.root
+        assert cluster.node_states() == {"node9": "idle", "node10": "idle"}
+        result = cluster.run(["srun", "-N", "2", "-n", "2", "bash", "-c",
+                              "echo $SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_NODELIST"], timeout=60)
+        assert sorted(result.stdout.splitlines()) == ["0 node9 node[9-10]", "1 node10 node[9-10]"], result.tail()
+    assert not root.exists() and slurm.cluster_processes(root) == []
+    _assert_nothing_left(root)
+    assert leftovers(owner=os.getpid()) == []
 
 
 @needs_slurm
