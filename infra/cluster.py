@@ -64,7 +64,6 @@ until the kernel exits; :func:`in_process_servers` lists them.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import inspect
 import json
@@ -77,7 +76,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,7 +84,7 @@ from typing import Any, Union
 
 from infra.devices import detect_gpus
 from infra.process import RESULT_PREFIX, child_env, read_results, start_child, stop_children
-from infra.watchdog import OwnerGuard
+from infra.watchdog import Lifetime
 from utils.config import PROJECT_ROOT
 from utils.devices import GpuInfo, WorkerDevices, plan_workers
 from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
@@ -224,18 +222,6 @@ class ClusterResult:
         raise KeyError(name)
 
 
-_LIVE: set[LocalCluster] = set()
-_LIVE_LOCK = threading.Lock()
-
-
-@atexit.register
-def _stop_all_live_clusters() -> None:  # last line of defence: never leave workers behind
-    with _LIVE_LOCK:
-        clusters = list(_LIVE)
-    for c in clusters:
-        c.stop()
-
-
 def _module_root(module: str) -> str | None:
     """The sys.path entry from which ``module`` was imported (so a child can import it)."""
     file = getattr(sys.modules.get(module), "__file__", None)
@@ -359,7 +345,7 @@ class LocalCluster:
         self._log_text: dict[tuple[str, int], str] = {}
         self._streamed: dict[tuple[str, int], int] = {}
         self._workdir: Path | None = None
-        self._guard: OwnerGuard | None = None
+        self._lifetime: Lifetime | None = None
         self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -380,10 +366,9 @@ class LocalCluster:
         if self._procs:
             raise RuntimeError("this LocalCluster was already started; create a new one")
         self._workdir = Path(tempfile.mkdtemp(prefix="course-cluster-"))
-        # if this process is killed (a killed kernel), the guardian removes the folder and the tasks
-        self._guard = OwnerGuard("infra.cluster:_remove_after_owner", [str(self._workdir)])
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        # stopped at exit; if this process is killed (a killed kernel), a guardian removes the
+        # folder and the tasks
+        self._lifetime = Lifetime(self.stop, "infra.cluster:_remove_after_owner", [str(self._workdir)])
         try:
             argv, extra_path = _target_command(self.target, self.args, self._workdir)
             command = [self.python, *argv]
@@ -537,13 +522,11 @@ class LocalCluster:
                 self._read_log(task)
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-        if self._guard is not None:
-            self._guard.dismiss()
-            self._guard = None
+        if self._lifetime is not None:
+            self._lifetime.end()
+            self._lifetime = None
         self._logs = {}
         self._stopped = True
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("running" if self._procs else "not started")

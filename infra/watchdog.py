@@ -11,12 +11,16 @@ Two kinds of waiting need one:
   when the owner ends, even by SIGKILL (a killed kernel), the pipe closes, and unless the
   owner said it cleaned up itself, the guardian calls a clean-up function
   (``infra.netns``'s network namespaces in notebook 10, ``infra.cluster``'s worker folders).
+* **one lifetime for everything the course starts** — :class:`Lifetime` joins the two ends:
+  the owner's own ``stop`` at a normal interpreter exit (``atexit``), and an :class:`OwnerGuard`
+  when the owner is killed. ``infra.cluster`` and ``infra.netns`` use it.
 
 Process trees are read with ``psutil``.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
@@ -127,6 +131,41 @@ class OwnerGuard:
             self._write_end = -1
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+class Lifetime:
+    """What the course starts (worker processes, namespaces, daemons) does not outlive its owner.
+
+    ``Lifetime(stop, cleanup, args)`` registers ``stop`` (the owner's own clean-up, e.g.
+    ``cluster.stop``) to run at a normal interpreter exit, and starts an :class:`OwnerGuard`
+    that calls ``cleanup`` (``"package.module:function"``) with ``args`` if this process is
+    killed first. The owner calls :meth:`end` once it has cleaned up itself (idempotent).
+    """
+
+    def __init__(self, stop: Callable[[], object], cleanup: str, args: Sequence[str]) -> None:
+        self._guard: OwnerGuard | None = OwnerGuard(cleanup, args)
+        with _LIVE_LOCK:
+            _LIVE[id(self)] = stop
+
+    def end(self) -> None:
+        """The owner cleaned up: no guardian, no ``atexit`` call any more."""
+        with _LIVE_LOCK:
+            _LIVE.pop(id(self), None)
+        if self._guard is not None:
+            self._guard.dismiss()
+            self._guard = None
+
+
+_LIVE: dict[int, Callable[[], object]] = {}  # Lifetime id -> its owner's stop (a strong reference)
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _stop_all_live() -> None:  # a normal interpreter exit (Ctrl-C included): never leave anything behind
+    with _LIVE_LOCK:
+        stops = list(_LIVE.values())
+    for stop in reversed(stops):  # the newest first: a cluster before the network it runs on
+        stop()
 
 
 def start_time(pid: int) -> float | None:

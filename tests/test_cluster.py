@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from infra import cluster as uc
+from infra import watchdog
 from infra.cluster import (
     ClusterTimeoutError,
     LocalCluster,
@@ -149,7 +150,7 @@ def _assert_all_gone(cluster: LocalCluster, extra_pids: list[int] = ()) -> None:
         time.sleep(0.05)
     assert not [p for p in pids if _alive(p)], "a task or one of its children survived"
     assert all(port_is_free(p) for p in cluster.ports)
-    assert cluster not in uc._LIVE
+    assert cluster.stop not in watchdog._LIVE.values()  # nothing left for atexit to stop
 
 
 # ---- ports --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""infra.watchdog: the deadline inside a process, and the guardian that cleans up after a
-dead owner (used by infra.netns, infra.cluster and the Horovod stall script)."""
+"""infra.watchdog: the deadline inside a process, the guardian that cleans up after a dead
+owner, and the lifetime that joins it to a normal exit (used by infra.netns, infra.cluster and
+the Horovod stall script)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.watchdog import OwnerGuard, Watchdog, start_time
+from infra.watchdog import Lifetime, OwnerGuard, Watchdog, start_time
 from utils.config import PROJECT_ROOT
 
 
@@ -78,3 +79,36 @@ def test_start_time_tells_a_live_process_from_none() -> None:
     child = subprocess.Popen([sys.executable, "-c", ""])
     child.wait()
     assert start_time(child.pid) is None
+
+
+_LIVING = """
+import sys
+from infra.watchdog import Lifetime
+first = Lifetime(lambda: print("stop first", flush=True), "shutil:rmtree", [sys.argv[1]])
+second = Lifetime(lambda: print("stop second", flush=True), "shutil:rmtree", [sys.argv[1]])
+if sys.argv[2] == "end":
+    first.end(); second.end()
+"""
+
+
+@pytest.mark.parametrize("ended", [False, True])
+def test_a_lifetime_stops_its_owner_at_a_normal_exit_unless_ended(tmp_path: Path, ended: bool) -> None:
+    """Not ended: the owner's stop runs at exit, the newest first (a cluster before its network),
+    and the guardians, told by nobody, clean up too; ended: nothing runs, the folder stays."""
+    folder = tmp_path / "owned"
+    folder.mkdir()
+    done = subprocess.run([sys.executable, "-c", _LIVING, str(folder), "end" if ended else "exit"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:-1] == ([] if ended else ["stop second", "stop first"])
+    deadline = time.monotonic() + 20
+    while folder.exists() and not ended and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert folder.exists() is ended
+
+
+def test_ending_a_lifetime_twice_is_harmless(tmp_path: Path) -> None:
+    life = Lifetime(lambda: None, "shutil:rmtree", [str(tmp_path)])
+    life.end()
+    life.end()
+    assert tmp_path.exists()
