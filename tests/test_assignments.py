@@ -52,6 +52,10 @@ WRONG = {
         "    return result, sent\n"
     ),
     ("01_ring_allreduce", "q3"): "def ring_bytes_per_node(nbytes, n):\n    return 2 * (n - 1) * nbytes",
+    ("02_strategy_apis", "q1"): "STRATEGY_FOR = dict(zip(STRATEGY_FOR, ['MultiWorkerMirroredStrategy',"
+    " 'MirroredStrategy', 'ParameterServerStrategy', 'CentralStorageStrategy', 'OneDeviceStrategy']))",
+    ("02_strategy_apis", "q2"): "def copies(strategy_name, n_devices):\n    return n_devices",
+    ("02_strategy_apis", "q3"): "RENAMED = {**RENAMED, 'experimental.TPUStrategy': 'experimental.TPUStrategy'}",
     ("04_keras_scaling", "q1"): (
         'tf_config = {"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 2}}'
     ),
@@ -75,6 +79,13 @@ WRONG = {
     ),
     ("05_custom_loop", "q3"): "def updates_per_epoch(n_train, global_batch):\n"
     "    return n_train // global_batch",
+    ("08_performance", "q1"): "def biggest_share(parts):  # a percentage, not a fraction\n"
+    "    name = max(parts, key=parts.get)\n"
+    "    return name, 100 * parts[name] / sum(parts.values())",
+    ("08_performance", "q2"): "def scaled_gradients(grads, scale):  # forgets to unscale\n"
+    "    return (np.asarray(grads, np.float32) * scale).astype(np.float16).astype(np.float32)",
+    ("08_performance", "q3"): "def accumulation(n_examples, micro, n, k):  # forgets k\n"
+    "    return micro * n, n_examples // (micro * n)",
     ("12_model_parallelism", "q2"): "def zero1_bytes(n_params, n):  # ZeRO-3: everything sharded\n"
     "    return 16 * -(-n_params // n)",
     ("12_model_parallelism", "q3"): "def gpipe_bubble(p, m):\n    return (p - 1) / m",
@@ -126,7 +137,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 4, NAMES
+    assert len(MASTERS) >= 6, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
