@@ -103,17 +103,17 @@ def timed(fn: Callable[[], int]) -> tuple[float, float]:
 def shard_parts(shards: Path, block_calls: list, bs: int, per_call: int, size: int) -> list[tuple[str, float, float]]:
     """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s own
     read, shuffle, batch of ``per_call`` drawings' blocks and ``parse_example``:
-    :func:`quickdraw.pipeline._batches`, with the settings of the pipeline measured, nothing
+    :func:`quickdraw.pipeline._read`, with the settings of the pipeline measured, nothing
     drawn) over every row, and the renderer as the yardstick calls it (``block_calls``) in two
     threads at once, as the pipeline's parallel map runs it (the threads share Python's lock)."""
     import threading
 
-    from quickdraw.pipeline import _batches, _Reading, _resolve
+    from quickdraw.pipeline import PipelineOptions, _read, _Reading, resolve_source
 
     def reading() -> int:
-        kind, files, _ = _resolve(shards, None)
-        how = _Reading(source=shards, split="all", shuffle=True)  # make_dataset's defaults otherwise
-        ds, _ = _batches(kind, files, how, per_call, SHUFFLE, repeat=False, drop_remainder=False)
+        kind, files, _ = resolve_source(shards, None)
+        how = _Reading(shards, "all", True, None, PipelineOptions(shuffle_buffer=SHUFFLE))  # defaults otherwise
+        ds, _ = _read(kind, files, how, per_call, repeat=False, drop_remainder=False)
         return sum(int(b[1].shape[0]) for b in ds)
 
     def draw(calls: list) -> None:

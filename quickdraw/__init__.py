@@ -84,6 +84,7 @@ from quickdraw.formats import (
 )
 from quickdraw.labels import LabelMap, UnknownClassError, google_categories, google_name, kaggle_name
 from quickdraw.pipeline import (
+    PipelineOptions,
     count_examples,
     iter_examples,
     make_dataset,
@@ -130,6 +131,7 @@ __all__ = [
     "load_arrays",
     "load_real_test",
     "make_dataset",
+    "PipelineOptions",
     "normalise_raw",
     "pack_strokes",
     "parse_points",

@@ -12,8 +12,8 @@ or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards` (each
 block of drawings), ``TFRecordDataset`` (files interleaved by one thread) --> shuffle blocks
 --> batch blocks --> parse them (``parse_example``) --> render --> rebatch to exactly
 ``batch_size`` drawings --> prefetch (no Python parsing at all; every per-record cost paid
-once per block). The render map draws several batches a call (:data:`RENDER_CALL_DRAWINGS`),
-which ``rebatch`` cuts into batches again, in the same order;
+once per block). The render map draws several batches a call
+(``PipelineOptions.render_call_drawings``), which ``rebatch`` cuts into batches again, in the same order;
 ``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
 Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
 breaks inside fields). A :class:`~quickdraw.formats.ReadReport` counts each pass
@@ -173,8 +173,6 @@ def resolve_source(
     kind = kinds.pop()
     return ("csv_ndjson" if kind in ("kaggle_csv", "ndjson") else kind), files, None
 
-
-_resolve = resolve_source  # the old name (scripts/train_quickdraw.py, benchmarks/bench_pipeline_1m.py)
 
 
 def resolve_labels(
@@ -354,26 +352,49 @@ def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------
-# make_dataset
+# make_dataset: read -> render -> batch
 # ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class PipelineOptions:
+    """The settings of :func:`make_dataset` beyond the everyday ones, passed to it as keywords
+    (``make_dataset(path, limit_per_class=100, num_parallel_calls=1)``); the defaults suit
+    training. How to choose the render threads: ``quickdraw/README.md``."""
+
+    # which drawings
+    limit_per_class: int | None = None  # at most this many drawings of each class file
+    val_fraction: float = 0.1  # about this share of the key_ids is the "val" split
+    split_seed: int = 0  # another seed, other key_ids in "val"
+    recognized_only: bool = False  # only drawings the game recognised
+    fmt: str | None = None  # which format of a folder holding several (find_class_files)
+    strict: bool = False  # a bad row raises (when iterating), else it is skipped
+    report: ReadReport | None = None  # counts the bad rows; read it after a full pass
+    # how they are drawn and what a batch holds
+    layout: str = "google"  # quickdraw.render's layout and line width
+    line_width: float | None = None
+    image_dtype: str = "float32"  # "uint8": pixels 0-255, to be scaled in the training step
+    with_key_id: bool = False  # batches of (images, labels, key_ids)
+    # order and speed
+    seed: int | None = 42  # the shuffle's and the augmentation's
+    shuffle_buffer: int = 4096  # drawings
+    num_parallel_calls: int | None = None  # render threads (None: tf.data autotunes them)
+    render_call_drawings: int = 4096  # at most this many drawings a render call, then rebatched
+    cycle_length: int | None = None  # files read in turn (default: every class file, 4 shards)
+    deterministic: bool = True  # the same batches in the same order for the same seed
+
+    def __post_init__(self) -> None:
+        if self.image_dtype not in ("float32", "uint8"):
+            raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {self.image_dtype!r}")
+
+
+@dataclass(frozen=True)
 class _Reading:
-    """What the read stage of :func:`make_dataset` needs: which rows, in which order, for which
-    pipeline (the defaults: :func:`make_dataset`'s)."""
+    """What the read stage needs: which rows, in which order, for which input pipeline."""
 
     source: Any
     split: str
     shuffle: bool
-    labels: LabelMap | None = None
-    fmt: str | None = None
-    seed: int | None = 42
-    val_fraction: float = 0.1
-    split_seed: int = 0
-    limit_per_class: int | None = None
-    recognized_only: bool = False
-    strict: bool = False
-    report: ReadReport | None = None
-    cycle_length: int | None = None
+    labels: LabelMap | None
+    opts: PipelineOptions
     pipelines: tuple[int, int] = (1, 0)  # (how many input pipelines, this one's id)
 
 
@@ -381,31 +402,16 @@ def make_dataset(
     source: str | Path | Sequence[str | Path],
     *,
     split: str = "train",
-    image_size: int = 64,
     batch_size: int = 64,
+    image_size: int = 64,
     encoding: str = "plain",
-    layout: str = "google",
-    line_width: float | None = None,
     labels: LabelMap | None = None,
-    val_fraction: float = 0.1,
-    split_seed: int = 0,
     shuffle: bool | None = None,
-    shuffle_buffer: int = 4096,
-    seed: int | None = 42,
-    limit_per_class: int | None = None,
-    recognized_only: bool = False,
-    strict: bool = False,
-    report: ReadReport | None = None,
     repeat: bool = False,
     drop_remainder: bool = False,
-    cycle_length: int | None = None,
-    num_parallel_calls: int | None = None,
-    deterministic: bool = True,
-    input_context: Any = None,
-    with_key_id: bool = False,
-    fmt: str | None = None,
     augment: bool | Mapping[str, float] = False,
-    image_dtype: str = "float32",
+    input_context: Any = None,
+    **options: Any,
 ) -> tf.data.Dataset:
     """A batched ``tf.data.Dataset`` of ``(images, labels)`` from Quick, Draw! data.
 
@@ -416,100 +422,53 @@ def make_dataset(
     image_size, C)`` with C from ``encoding`` (see :mod:`quickdraw.render`);
     labels are ``int32`` indices into ``labels`` (default :func:`resolve_labels`).
 
-    ``split``: ``"train"``, ``"val"`` (about ``val_fraction`` of the key_ids) or ``"all"``.
-    ``shuffle`` defaults to True for ``"train"``. ``strict``/``report``: how bad rows are
-    handled (see :mod:`quickdraw.formats`); read the report after a full pass (the
-    pipeline parses ahead of what was consumed; with ``strict=True`` the error surfaces
-    when iterating). ``input_context``: a
-    ``tf.distribute.InputContext`` to shard by hand. ``augment``: redraw every drawing
-    under a fresh random hand each time it is read (:func:`quickdraw.augment_strokes`;
-    True: its defaults, or a dict of its keyword arguments) - for the training split of
-    the built-in doodles (issue 19; needs strokes, not bitmaps). Used in notebooks 04, 05,
-    06, 07 and ``scripts/check_sim_to_real.py``. ``image_dtype="uint8"``: the drawn pixels
-    0-255 as they are, the scaling to [0, 1] left to the training step (where it costs the
-    input pipeline nothing: ``scripts/train_quickdraw.py`` scales on the device; a float32
-    batch is four times the bytes, and in issue 33's runs making it cost the shard pipeline
-    0.1-10 µs more CPU per drawing at 64 px).
+    ``split``: ``"train"``, ``"val"`` or ``"all"``. ``shuffle`` defaults to True for
+    ``"train"``. ``repeat``: endless (pass ``steps_per_epoch`` to ``fit``).
+    ``input_context``: a ``tf.distribute.InputContext``, to shard by hand (with
+    ``distribute_datasets_from_function``). ``augment``: redraw every drawing under a fresh
+    random hand each time it is read (:func:`quickdraw.augment_strokes`; True: its defaults,
+    or a dict of its keyword arguments; needs strokes, not bitmaps). ``options``: the
+    settings of :class:`PipelineOptions` (limit_per_class, with_key_id, image_dtype,
+    num_parallel_calls, ...). Used in notebooks 04-08 and ``scripts/train_quickdraw.py``.
 
-    The stages: :func:`_batches` (read, shuffle, repeat, batch) → render (:func:`_image_maker`,
-    several batches a call) → rebatch → prefetch. TFRecord shards hold blocks of drawings;
-    shards of an older format raise ``ValueError`` (:func:`shard_block_size`: the manifest's ``format``).
+    The stages: read (:func:`_read`: files, shuffle, repeat, batches of drawings) → render
+    (:func:`_render`: several batches a call) → batch (:func:`_batch`: rebatch, prefetch).
     """
-    import tensorflow as tf
-
+    opts = PipelineOptions(**options)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    if image_dtype not in ("float32", "uint8"):
-        raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {image_dtype!r}")
-    kind, files, _ = resolve_source(source, fmt)
-    pipelines = (1, 0)  # (how many input pipelines, this one's id)
+    kind, files, _ = resolve_source(source, opts.fmt)
+    pipelines = (1, 0)
     if input_context is not None:
         pipelines = (input_context.num_input_pipelines, input_context.input_pipeline_id)
-    reading = _Reading(
-        source, split, split == "train" if shuffle is None else shuffle, labels=labels, fmt=fmt, seed=seed,
-        val_fraction=val_fraction, split_seed=split_seed, limit_per_class=limit_per_class,
-        recognized_only=recognized_only, strict=strict, report=report, cycle_length=cycle_length, pipelines=pipelines,
-    )
-    shape = [None, image_size, image_size, channels_of(encoding)]  # batches of several sizes until rebatched
-    out_type = tf.float32 if image_dtype == "float32" else tf.uint8
-    image_bytes = image_size * image_size * shape[3] * out_type.size
-    per_call = batch_size if augment else _drawings_per_call(batch_size, image_bytes)
+    shuffle = split == "train" if shuffle is None else shuffle
+    reading = _Reading(source, split, shuffle, labels, opts, pipelines)
+    image_bytes = image_size * image_size * channels_of(encoding) * (4 if opts.image_dtype == "float32" else 1)
+    per_call = batch_size if augment else _drawings_per_call(batch_size, image_bytes, opts.render_call_drawings)
     rebatch = kind == "tfrecord" or per_call != batch_size  # shards come in whole blocks
-    ds, policy = _batches(kind, files, reading, per_call, shuffle_buffer, repeat, drop_remainder and not rebatch)
-    payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
-    to_images = _image_maker(payload, augment, seed, image_size, encoding, layout, line_width,
-                             unit_float=image_dtype == "float32")  # fmt: skip
-
-    def render_map(data: tf.Tensor | tuple[tf.Tensor, tf.Tensor], label: tf.Tensor, key: tf.Tensor):
-        inputs = list(data) if isinstance(data, tuple) else [data]  # blocks: (points, lengths)
-        return tf.numpy_function(to_images, inputs, out_type, stateful=bool(augment)), label, key
-
-    def batch_shapes(img: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
-        img = tf.ensure_shape(img, [batch_size if drop_remainder else None, *shape[1:]])
-        label, key = tf.ensure_shape(label, img.shape[:1]), tf.ensure_shape(key, img.shape[:1])
-        return (img, label, key) if with_key_id else (img, label)
-
-    parallel = num_parallel_calls or tf.data.AUTOTUNE
-    ds = ds.map(render_map, num_parallel_calls=parallel, deterministic=deterministic)
-    if rebatch:  # the same drawings in the same order as batches drawn one by one
-        ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
-    # a map after the rebatch: DATA auto-sharding takes a rebatch right before the prefetch for
-    # tf.distribute's own and rewrites it to split every batch by the replicas (auto_shard.cc,
-    # RewriteRebatchV2ToV1)
-    ds = ds.map(batch_shapes).prefetch(tf.data.AUTOTUNE)
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = policy
-    if seed is not None and deterministic:
-        options.deterministic = True
-    return ds.with_options(options)
+    ds, policy = _read(kind, files, reading, per_call, repeat, drop_remainder and not rebatch)
+    ds = _render(ds, kind, image_size, encoding, augment, opts)
+    return _batch(ds, batch_size, rebatch, drop_remainder, policy, opts)
 
 
-# How many drawings one call of the render function draws: every call of a tf.numpy_function
-# costs a fixed amount in the map (issue 33's runs, one render thread: the shard pipeline's CPU
-# per drawing 11.4-11.7 us at 256 drawings a call, 8.7-9.0 at 4,096, against 6.9-7.0 us for the
-# renderer alone), so the render map draws several batches at once and ``rebatch`` cuts them
-# into batches again; the bytes bound keeps one call's images to 16 MiB.
-RENDER_CALL_DRAWINGS = 4096
-RENDER_CALL_BYTES = 16 << 20
+_RENDER_CALL_BYTES = 16 << 20  # one render call's images at most (CHANGELOG.md: issue 33)
 
 
-def _drawings_per_call(batch_size: int, image_bytes: int) -> int:
-    """The drawings of one render call: a whole number of batches, at most
-    :data:`RENDER_CALL_DRAWINGS` and :data:`RENDER_CALL_BYTES` of images, at least one batch."""
-    cap = min(RENDER_CALL_DRAWINGS, RENDER_CALL_BYTES // max(1, image_bytes))
+def _drawings_per_call(batch_size: int, image_bytes: int, most: int = 4096) -> int:
+    """The drawings of one render call: a whole number of batches, at most ``most`` and
+    16 MiB of images, at least one batch (every call of a ``tf.numpy_function`` costs a
+    fixed amount: several batches a call, cut into batches again by ``rebatch``)."""
+    cap = min(most, _RENDER_CALL_BYTES // max(1, image_bytes))
     return batch_size * max(1, cap // batch_size)
 
 
-def _batches(
-    kind: str, files: list[Path], reading: _Reading, batch_size: int, shuffle_buffer: int, repeat: bool,
-    drop_remainder: bool,
+def _read(
+    kind: str, files: list[Path], reading: _Reading, batch_size: int, repeat: bool, drop_remainder: bool
 ) -> tuple[tf.data.Dataset, Any]:
-    """The stages of :func:`make_dataset` before the drawing: batches of ``(packed strokes or
-    bitmaps, labels, key_ids)`` of ``batch_size`` rows, and the auto-shard policy. Shards are
-    shuffled and batched as blocks (the shuffle buffer in blocks: ``shuffle_buffer // block``)
-    and parsed a batch of blocks at once: ``((points, lengths), labels, key_ids)`` of whole
-    blocks, ``batch_size // block`` of them (at least one; :func:`_parse_blocks`), cut into
-    batches of exactly ``batch_size`` drawings only once drawn (``rebatch``)."""
+    """The read stage: batches of ``(packed strokes or bitmaps, labels, key_ids)`` of
+    ``batch_size`` rows, and the auto-shard policy. Shards are shuffled and batched as blocks
+    (the shuffle buffer in blocks) and parsed a batch of blocks at once: ``((points, lengths),
+    labels, key_ids)`` of ``batch_size // block`` whole blocks (at least one)."""
     if kind == "tfrecord":
         files = _tfrecord_files(files, reading.split)
         block = shard_block_size(files)  # raises on shards of an older format
@@ -518,12 +477,59 @@ def _batches(
         block = 1  # one drawing per element
         ds, policy = (_read_bitmaps if kind == "npy" else _read_strokes)(files, reading)
     if reading.shuffle:
-        ds = ds.shuffle(max(1, shuffle_buffer // block), seed=reading.seed, reshuffle_each_iteration=True)
+        buffer = max(1, reading.opts.shuffle_buffer // block)
+        ds = ds.shuffle(buffer, seed=reading.opts.seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
     if kind != "tfrecord":
         return ds.batch(batch_size, drop_remainder=drop_remainder), policy
     return _parse_blocks(ds.batch(max(1, batch_size // block))), policy
+
+
+def _render(
+    ds: tf.data.Dataset, kind: str, image_size: int, encoding: str, augment: bool | Mapping[str, float],
+    opts: PipelineOptions,
+) -> tf.data.Dataset:
+    """The render stage: a parallel map of a NumPy function (:func:`_image_maker`) that draws
+    each batch of the read stage into images."""
+    import tensorflow as tf
+
+    payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
+    to_images = _image_maker(payload, augment, image_size, encoding, opts)
+    out_type = tf.float32 if opts.image_dtype == "float32" else tf.uint8
+
+    def render_map(data: tf.Tensor | tuple[tf.Tensor, tf.Tensor], label: tf.Tensor, key: tf.Tensor):
+        inputs = list(data) if isinstance(data, tuple) else [data]  # blocks: (points, lengths)
+        images = tf.numpy_function(to_images, inputs, out_type, stateful=bool(augment))
+        return tf.ensure_shape(images, [None, image_size, image_size, channels_of(encoding)]), label, key
+
+    threads = opts.num_parallel_calls or tf.data.AUTOTUNE
+    return ds.map(render_map, num_parallel_calls=threads, deterministic=opts.deterministic)
+
+
+def _batch(
+    ds: tf.data.Dataset, batch_size: int, rebatch: bool, drop_remainder: bool, policy: Any, opts: PipelineOptions
+) -> tf.data.Dataset:
+    """The batch stage: the rendered calls cut into batches of ``batch_size`` (the same drawings
+    in the same order as batches drawn one by one), their shapes, prefetch, and the options."""
+    import tensorflow as tf
+
+    if rebatch:
+        ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)
+
+    def batch_shapes(img: tf.Tensor, label: tf.Tensor, key: tf.Tensor):
+        img = tf.ensure_shape(img, [batch_size if drop_remainder else None, *img.shape[1:]])
+        label, key = tf.ensure_shape(label, img.shape[:1]), tf.ensure_shape(key, img.shape[:1])
+        return (img, label, key) if opts.with_key_id else (img, label)
+
+    # a map after the rebatch: DATA auto-sharding takes a rebatch right before the prefetch for
+    # tf.distribute's own and rewrites it to split every batch by the replicas (auto_shard.cc)
+    ds = ds.map(batch_shapes).prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = policy
+    if opts.seed is not None and opts.deterministic:
+        options.deterministic = True
+    return ds.with_options(options)
 
 
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
@@ -538,11 +544,10 @@ def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
             raise ValueError(f"{len(files)} shard files cannot feed {n_pipes} input pipelines; write more shards")
         ds = ds.shard(n_pipes, pipe_id)
     if reading.shuffle:
-        ds = ds.shuffle(len(files), seed=reading.seed)
-    # One thread reads the (local) files in turn, record by record: the same order as a
-    # deterministic parallel interleave, at half its CPU per record (measured 2.3-2.8 against
-    # 4.3-6.2 µs; a parallel interleave hands every record across threads, mutex and wake-up)
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), reading.cycle_length or 4))
+        ds = ds.shuffle(len(files), seed=reading.opts.seed)
+    # one thread reads the (local) files in turn, record by record: the order of a deterministic
+    # parallel interleave at less CPU per record (CHANGELOG.md, issue 33)
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), reading.opts.cycle_length or 4))
     return ds, tf.data.experimental.AutoShardPolicy.FILE
 
 
@@ -573,16 +578,16 @@ def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
     and keeps its 1/N (``DATA`` auto-sharding)."""
     import tensorflow as tf
 
-    label_map = _labels_for(reading.source, reading.labels, reading.fmt, files)
-    gen = _npy_generator(label_map, reading.val_fraction, reading.split_seed, reading.split,
-                         reading.limit_per_class, reading.strict, reading.report)
+    label_map = _labels_for(reading.source, reading.labels, reading.opts.fmt, files)
+    gen = _npy_generator(label_map, reading.opts.val_fraction, reading.opts.split_seed, reading.split,
+                         reading.opts.limit_per_class, reading.opts.strict, reading.opts.report)
     sig = (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64))
     ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
     if reading.shuffle:
-        ds = ds.shuffle(len(files), seed=reading.seed)
+        ds = ds.shuffle(len(files), seed=reading.opts.seed)
     ds = ds.interleave(
         lambda p: tf.data.Dataset.from_generator(gen, args=(p,), output_signature=sig),
-        cycle_length=min(len(files), reading.cycle_length or len(files)),
+        cycle_length=min(len(files), reading.opts.cycle_length or len(files)),
         block_length=1,
     )
     return _shard_rows(ds.unbatch(), reading), tf.data.experimental.AutoShardPolicy.DATA
@@ -594,14 +599,14 @@ def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
     worker reads all and keeps its 1/N (``DATA`` auto-sharding)."""
     import tensorflow as tf
 
-    label_map = _labels_for(reading.source, reading.labels, reading.fmt, files)
-    specs = _file_specs(files, reading.strict, reading.report)
+    label_map = _labels_for(reading.source, reading.labels, reading.opts.fmt, files)
+    specs = _file_specs(files, reading.opts.strict, reading.opts.report)
     if not specs:
         raise FileNotFoundError(f"no readable Quick, Draw! files in {reading.source}")
-    parse = _row_parser(specs, label_map, reading.split, reading.val_fraction, reading.split_seed,
-                        reading.recognized_only, reading.strict, reading.report)
+    parse = _row_parser(specs, label_map, reading.split, reading.opts.val_fraction, reading.opts.split_seed,
+                        reading.opts.recognized_only, reading.opts.strict, reading.opts.report)
     paths = tf.constant([str(sp.path) for sp in specs])
-    limit = reading.limit_per_class
+    limit = reading.opts.limit_per_class
     takes = tf.constant([-1 if limit is None else limit + (sp.header is not None) for sp in specs], tf.int64)
 
     def lines_of(i: tf.Tensor) -> tf.data.Dataset:
@@ -614,8 +619,8 @@ def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
     ds = tf.data.Dataset.range(len(specs))
     if reading.shuffle:
-        ds = ds.shuffle(len(specs), seed=reading.seed)
-    ds = ds.interleave(lines_of, cycle_length=min(len(specs), reading.cycle_length or len(specs)), block_length=1)
+        ds = ds.shuffle(len(specs), seed=reading.opts.seed)
+    ds = ds.interleave(lines_of, cycle_length=min(len(specs), reading.opts.cycle_length or len(specs)), block_length=1)
     ds = ds.batch(256).map(parse_map, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     return _shard_rows(ds, reading), tf.data.experimental.AutoShardPolicy.DATA
 
@@ -626,21 +631,19 @@ def _shard_rows(ds: tf.data.Dataset, reading: _Reading) -> tf.data.Dataset:
 
 
 def _image_maker(
-    payload: str, augment: bool | Mapping[str, float], seed: int | None, image_size: int, encoding: str,
-    layout: str, line_width: float | None, unit_float: bool = True,
-) -> Callable[[np.ndarray], np.ndarray]:
+    payload: str, augment: bool | Mapping[str, float], image_size: int, encoding: str, opts: PipelineOptions
+) -> Callable[..., np.ndarray]:
     """The NumPy function that turns a batch of packed strokes (``payload="strokes"``), of
     shard blocks (``"blocks"``: two arguments, the blocks and their drawings' lengths) - both
     rendered, redrawn first when ``augment`` - or of bitmaps (``"bitmaps"``, resized) into
-    ``float32`` images in [0, 1] (:func:`_unit_float`), or the ``uint8`` images themselves
-    (``unit_float=False``)."""
+    images of ``opts.image_dtype`` (``float32``: in [0, 1], :func:`_unit_float`)."""
     import cv2
 
-    # One OpenCV thread per call: tf.data already draws batches in parallel, and OpenCV's own
-    # pool inside each call cost more than it gave (render CPU per drawing 27 against 15 µs)
-    cv2.setNumThreads(1)
-    to_uint8 = _uint8_image_maker(payload, augment, seed, image_size, encoding, layout, line_width)
-    return (lambda *batch: _unit_float(to_uint8(*batch))) if unit_float else to_uint8
+    cv2.setNumThreads(1)  # one OpenCV thread per call: tf.data already renders in parallel
+    to_uint8 = _uint8_image_maker(payload, augment, image_size, encoding, opts)
+    if opts.image_dtype == "uint8":
+        return to_uint8
+    return lambda *batch: _unit_float(to_uint8(*batch))
 
 
 _INV255 = np.float32(1.0 / 255.0)  # the float32 constant of tf.cast(img, tf.float32) * (1.0 / 255.0)
@@ -649,41 +652,37 @@ _INV255 = np.float32(1.0 / 255.0)  # the float32 constant of tf.cast(img, tf.flo
 def _unit_float(img: np.ndarray) -> np.ndarray:
     """``uint8`` -> ``float32`` in [0, 1] in one NumPy pass, bit for bit what
     ``tf.cast(img, tf.float32) * (1.0 / 255.0)`` gives (the product of two float32 numbers,
-    rounded once), at a third of its CPU (TensorFlow's two ops split the work over threads and
-    allocate twice). The array is 64-byte aligned, so TensorFlow takes its buffer over instead
-    of copying it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc)."""
+    rounded once). The array is 64-byte aligned, so TensorFlow takes its buffer over instead
+    of copying it (:func:`quickdraw.render.aligned_array`)."""
     out = aligned_array(img.shape, np.float32)  # every element written below
     np.multiply(img, _INV255, out=out)
     return out
 
 
 def _uint8_image_maker(
-    payload: str, augment: bool | Mapping[str, float], seed: int | None, image_size: int, encoding: str,
-    layout: str, line_width: float | None,
-) -> Callable[[np.ndarray], np.ndarray]:
+    payload: str, augment: bool | Mapping[str, float], image_size: int, encoding: str, opts: PipelineOptions
+) -> Callable[..., np.ndarray]:
     """The ``uint8`` images of :func:`_image_maker`."""
-    hand = {} if augment is True else dict(augment or {})
+    style = dict(encoding=encoding, layout=opts.layout, line_width=opts.line_width)
     if augment:
         if payload == "bitmaps":
             raise ValueError("augment redraws strokes: numpy bitmaps carry none")
+        hand = {} if augment is True else dict(augment)
         augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(opts.seed)
 
         def redrawn(*batch: np.ndarray) -> np.ndarray:
             packed = _block_drawings(*batch) if payload == "blocks" else batch[0]
-            drawings = augment_strokes([unpack_strokes(d) for d in packed], rng, **hand)
-            return render_batch(drawings, image_size, encoding=encoding, layout=layout, line_width=line_width)
+            return render_batch(augment_strokes([unpack_strokes(d) for d in packed], rng, **hand), image_size, **style)
 
         return redrawn
-    style = dict(encoding=encoding, layout=layout, line_width=line_width)
     if payload == "strokes":
         return lambda packed: render_packed_batch(list(packed), image_size, **style)
     if payload == "blocks":
         return lambda blocks, lengths: render_packed_blocks(blocks.tolist(), lengths, image_size, **style)
     if encoding != "plain":
         raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
-    nch = channels_of(encoding)
-    return lambda b: _resize_bitmap_batch(b, image_size, nch)
+    return lambda b: _resize_bitmap_batch(b, image_size, 1)
 
 
 CHUNK = 16  # rows per generator call

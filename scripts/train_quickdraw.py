@@ -253,11 +253,11 @@ def shard_source(args: argparse.Namespace, data: Path, is_chief: bool, say: Any)
     """``--input shards`` for stroke files: the shards of ``data`` (written once, by the chief;
     the other workers wait for them) and whether they were written now; else ``data``."""
     import quickdraw as qd
-    from quickdraw.pipeline import _resolve
+    from quickdraw.pipeline import resolve_source
 
     if args.input != "shards":
         return data, False
-    kind, files, _ = _resolve(data, None)
+    kind, files, _ = resolve_source(data, None)
     if kind != "csv_ndjson":
         return data, False
     out = Path(args.shards_dir).expanduser() if args.shards_dir else (data if data.is_dir() else data.parent) / f"tfrecords-{args.shards}"

@@ -518,7 +518,7 @@ def test_shard_blocks_yield_every_drawing_once_an_epoch(builtin: Path, tmp_path)
 
 
 @pytest.mark.parametrize("drop_remainder", [False, True])
-def test_several_batches_per_render_call_give_the_same_batches(builtin: Path, tmp_path, monkeypatch, drop_remainder) -> None:
+def test_several_batches_per_render_call_give_the_same_batches(builtin: Path, tmp_path, drop_remainder) -> None:
     """The render map draws several batches a call and ``rebatch`` cuts them again: the
     batches (images, labels, key_ids, shapes) are exactly those of one batch a call, on the
     class files and on shards, with a partial call at the end."""
@@ -529,8 +529,7 @@ def test_several_batches_per_render_call_give_the_same_batches(builtin: Path, tm
     kwargs = dict(split="train", image_size=16, batch_size=6, with_key_id=True, drop_remainder=drop_remainder)
 
     def batches(source: Path, per_call: int) -> list[tuple[np.ndarray, ...]]:
-        monkeypatch.setattr(pipeline, "RENDER_CALL_DRAWINGS", per_call)
-        ds = pipeline.make_dataset(source, **kwargs)
+        ds = pipeline.make_dataset(source, render_call_drawings=per_call, **kwargs)
         return [tuple(t.numpy() for t in b) for b in ds], ds.element_spec[0].shape
 
     for source in (tmp_path / "s", builtin):
@@ -540,3 +539,15 @@ def test_several_batches_per_render_call_give_the_same_batches(builtin: Path, tm
         assert spec == one_spec == ([6] if drop_remainder else [None]) + [16, 16, 1]
         for a, b in zip(one_a_call, several, strict=True):
             assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_make_dataset_settings_are_pipeline_options() -> None:
+    """make_dataset's keywords beyond the everyday ones are PipelineOptions' fields: a
+    misspelt one, or a bad image_dtype, fails at once (before TensorFlow builds anything)."""
+    from quickdraw.pipeline import PipelineOptions
+
+    assert PipelineOptions(num_parallel_calls=1).num_parallel_calls == 1
+    with pytest.raises(TypeError, match="num_parallel_cals"):
+        make_dataset(KAGGLE, num_parallel_cals=1)
+    with pytest.raises(ValueError, match="image_dtype"):
+        make_dataset(KAGGLE, image_dtype="float16")
