@@ -385,3 +385,15 @@ def test_sentence_figures_count_prose_only() -> None:
     assert (f.sentences, f.characters) == (2, 6 + 18)  # 第一句很短。 | 第二句用C（镜像）；然后结束——好。
     assert f.median == 12 and f.over120 == 0
     assert round(f.paren * f.characters / 1000) == 1 and round(f.dash * f.characters / 1000) == 1
+
+
+def test_zh_fix_replaces_rejected_variants_outside_code() -> None:
+    """tools/zh_fix.py: its output passes the term law; code spans and the slides' titles kept."""
+    from tools import zh_fix
+
+    chinese = "每个 epoch 用**全局批次**，在 scope 中运行 `epochs=2`；自定义循环的输入管道。"
+    fixed = zh_fix.fix_terms("Each epoch …", chinese)
+    assert fixed == "每轮用**全局批量**，在作用域中运行 `epochs=2`；自定义训练循环的输入流水线。"
+    assert i18n.rejected_variants("x", fixed) == []
+    assert zh_fix.fix_terms("## 6 · The input pipeline (输入管道)", "## 6 · 输入管道") == "## 6 · 输入管道"
+    assert zh_fix.fix_punct("甲；乙——丙。\n\n* 丁；戊") == "甲。乙：丙。\n\n* 丁；戊"
