@@ -56,6 +56,13 @@ WRONG = {
     " 'MirroredStrategy', 'ParameterServerStrategy', 'CentralStorageStrategy', 'OneDeviceStrategy']))",
     ("02_strategy_apis", "q2"): "def copies(strategy_name, n_devices):\n    return n_devices",
     ("02_strategy_apis", "q3"): "RENAMED = {**RENAMED, 'experimental.TPUStrategy': 'experimental.TPUStrategy'}",
+    ("03_gpu_memory", "q1"): "def gpu_env(visible, growth):  # growth as a Python bool\n"
+    "    return {'CUDA_VISIBLE_DEVICES': ','.join(map(str, visible)),"
+    " 'TF_FORCE_GPU_ALLOW_GROWTH': str(growth)}",
+    ("03_gpu_memory", "q2"): "def virtual_gpus(split, limit_mb):  # one device with all the memory\n"
+    "    return [tf.config.LogicalDeviceConfiguration(memory_limit=split * limit_mb)]",
+    ("03_gpu_memory", "q3"): "def share_mb(card_mb, parts):  # a fixed 1 GiB reserve\n"
+    "    return (card_mb - 1024) // parts // 256 * 256",
     ("04_keras_scaling", "q1"): (
         'tf_config = {"cluster": {"worker": ADDRESSES}, "task": {"type": "worker", "index": 2}}'
     ),
@@ -137,7 +144,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 6, NAMES
+    assert len(MASTERS) >= 7, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
