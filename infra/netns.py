@@ -80,7 +80,7 @@ from infra.links import (
     transfer_seconds,
 )
 from infra.process import find_command as _tool
-from infra.watchdog import Lifetime, owner_alive, owner_tag
+from infra.watchdog import Lifetime, orphans, owner_tag
 from utils.config import PROJECT_ROOT
 
 __all__ = [
@@ -223,12 +223,7 @@ def reap_orphans() -> list[str]:
     start time. Namespaces of live owners are left alone, so concurrent runs are safe.
     Returns the deleted names. Called by every new :class:`VirtualNetwork`; notebook 10.
     """
-    dead = []
-    for name in leftovers():
-        match = _NAME_RE.match(name)
-        assert match is not None
-        if not owner_alive(int(match.group(1)), int(match.group(2))):
-            dead.append(name)
+    dead = orphans(leftovers(), _NAME_RE)
     _delete_namespaces(dead)
     return dead
 

@@ -30,7 +30,7 @@ API::
   answers "accounting storage is disabled" (it needs ``slurmdbd``).
 - Clean-up is absolute: leaving the ``with`` block, an error or Ctrl-C stops the daemons,
   kills every process that belongs to the cluster (``slurmstepd``, job steps, clients
-  pointed at it), deletes the folder and the namespaces. A guardian (:class:`infra.watchdog.OwnerGuard`)
+  pointed at it), deletes the folder and the namespaces. A guardian (:class:`infra.watchdog.Lifetime`)
   does the same when the creator dies in any way, SIGKILL included, and
   :func:`reap_orphans` (called by every new cluster) removes what a dead owner left if the
   watchdog died too (the namespaces have :mod:`infra.netns`'s own watchdog). The daemons
@@ -43,7 +43,6 @@ No TensorFlow here.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import re
@@ -53,7 +52,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -66,7 +64,7 @@ from infra.cluster import free_ports
 from infra.netns import VirtualNetwork
 from infra.process import ProcessResult, run_command, start_child, stop_children
 from infra.process import find_command as _tool
-from infra.watchdog import OwnerGuard, owner_alive, owner_tag
+from infra.watchdog import Lifetime, orphans, owner_tag
 
 __all__ = [
     "COMMANDS",
@@ -166,17 +164,7 @@ def slurm_conf(
     root = Path(root)
     ports = [int(p) for p in node_ports]
     addrs = list(node_addresses) if node_addresses is not None else [address] * len(nodes)
-    if len(ports) != len(nodes) or len(addrs) != len(nodes):
-        raise ValueError(f"need a port and an address for each of the {len(nodes)} nodes: {ports}, {addrs}")
-    endpoints = [(address, int(ctld_port)), *zip(addrs, ports, strict=True)]
-    if len(set(endpoints)) != len(endpoints):
-        raise ValueError(f"nodes on one address need distinct ports, not the controller's: {endpoints}")
-    if not all(0 < p < 65536 for p in [*ports, int(ctld_port)]):
-        raise ValueError(f"ports must be 1..65535: {ctld_port}, {ports}")
-    if not nodes or len(set(nodes)) != len(nodes) or not all(re.fullmatch(r"[a-z][a-z0-9]*", n) for n in nodes):
-        raise ValueError(f"node names must be distinct lower-case words: {list(nodes)}")
-    if cpus < 1:
-        raise ValueError(f"cpus must be >= 1, got {cpus}")
+    _check_conf(nodes, addrs, ports, address, int(ctld_port), cpus)
     lines = [
         "# Written by infra/slurm.py for notebook 11: a private cluster, removed after use.",
         "ClusterName=course",
@@ -187,14 +175,7 @@ def slurm_conf(
         "SlurmdUser=root",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={root / 'munge' / 'munge.socket'}",  # our munged, never /run/munge
-        f"StateSaveLocation={root / 'state'}",
-        f"SlurmdSpoolDir={root / 'spool' / '%n'}",
-        f"SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}",
-        f"SlurmdPidFile={root / 'run' / 'slurmd.%n.pid'}",
-        f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
-        f"SlurmdLogFile={root / 'log' / 'slurmd.%n.log'}",
-        f"PlugStackConfig={root / 'plugstack.conf'}",  # empty: no SPANK plugins from /etc/slurm
+        *_conf_files(root),
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "SelectType=select/cons_tres",
@@ -204,8 +185,7 @@ def slurm_conf(
         "SwitchType=switch/none",
         "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none",
-        "JobCompType=jobcomp/filetxt",  # read by sacct -c: no slurmdbd here
-        f"JobCompLoc={root / 'log' / 'jobcomp.txt'}",
+        "JobCompType=jobcomp/filetxt",  # read by sacct -c: no slurmdbd here (JobCompLoc above)
         "ReturnToService=2",  # a node whose slurmd comes back is usable again
         "SlurmdTimeout=10",  # a killed slurmd marks its node DOWN within seconds (notebook 11)
         "KillWait=5",
@@ -216,6 +196,37 @@ def slurm_conf(
         lines.append(f"NodeName={name} NodeAddr={addr} NodeHostname={hostname} Port={port} CPUs={cpus} State=UNKNOWN")
     lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
+
+
+def _conf_files(root: Path) -> list[str]:
+    """The lines of ``slurm.conf`` that put every file of the cluster under ``root``."""
+    return [
+        f"AuthInfo=socket={root / 'munge' / 'munge.socket'}",  # our munged, never /run/munge
+        f"StateSaveLocation={root / 'state'}",
+        f"SlurmdSpoolDir={root / 'spool' / '%n'}",
+        f"SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}",
+        f"SlurmdPidFile={root / 'run' / 'slurmd.%n.pid'}",
+        f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
+        f"SlurmdLogFile={root / 'log' / 'slurmd.%n.log'}",
+        f"PlugStackConfig={root / 'plugstack.conf'}",  # empty: no SPANK plugins from /etc/slurm
+        f"JobCompLoc={root / 'log' / 'jobcomp.txt'}",
+    ]
+
+
+def _check_conf(nodes: Sequence[str], addrs: list[str], ports: list[int], address: str,
+                ctld_port: int, cpus: int) -> None:
+    """Raise ``ValueError`` for a cluster :func:`slurm_conf` cannot describe."""
+    if len(ports) != len(nodes) or len(addrs) != len(nodes):
+        raise ValueError(f"need a port and an address for each of the {len(nodes)} nodes: {ports}, {addrs}")
+    endpoints = [(address, ctld_port), *zip(addrs, ports, strict=True)]
+    if len(set(endpoints)) != len(endpoints):
+        raise ValueError(f"nodes on one address need distinct ports, not the controller's: {endpoints}")
+    if not all(0 < p < 65536 for p in [*ports, ctld_port]):
+        raise ValueError(f"ports must be 1..65535: {ctld_port}, {ports}")
+    if not nodes or len(set(nodes)) != len(nodes) or not all(re.fullmatch(r"[a-z][a-z0-9]*", n) for n in nodes):
+        raise ValueError(f"node names must be distinct lower-case words: {list(nodes)}")
+    if cpus < 1:
+        raise ValueError(f"cpus must be >= 1, got {cpus}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,26 +308,11 @@ def reap_orphans() -> list[Path]:
     """Remove the clusters (processes and folders) of dead owners — an owner is dead when its
     pid is gone or belongs to a process with another start time; live owners' clusters are
     left alone. Returns the removed folders. Called by every new :class:`SlurmCluster`."""
-    dead = []
-    for path in leftovers():
-        match = _DIR_RE.match(path.name)
-        assert match is not None
-        if not owner_alive(int(match.group(1)), int(match.group(2))):
-            remove_cluster(path)
-            dead.append(path)
+    folders = {path.name: path for path in leftovers()}
+    dead = [folders[name] for name in orphans(folders, _DIR_RE)]
+    for path in dead:
+        remove_cluster(path)
     return dead
-
-
-_LIVE: set[SlurmCluster] = set()  # strong references: atexit stops what is still running
-_LIVE_LOCK = threading.Lock()
-
-
-@atexit.register
-def _stop_all_live() -> None:  # a normal interpreter exit, also after KeyboardInterrupt
-    with _LIVE_LOCK:
-        clusters = list(_LIVE)
-    for cluster in clusters:
-        cluster.stop()
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,7 +343,7 @@ class SlurmCluster:
         self.root: Path | None = None
         self.hostname = socket.gethostname().split(".")[0]
         self._daemons: dict[str, subprocess.Popen[Any]] = {}
-        self._guard: OwnerGuard | None = None
+        self._lifetime: Lifetime | None = None
         self.start_seconds: float | None = None
 
     def __enter__(self) -> SlurmCluster:
@@ -407,9 +403,7 @@ class SlurmCluster:
         tag = owner_tag()
         self.root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{tag}-"))
         # first: covers a SIGKILL during the start too
-        self._guard = OwnerGuard("infra.slurm:remove_cluster", [str(self.root)])
-        with _LIVE_LOCK:
-            _LIVE.add(self)
+        self._lifetime = Lifetime(self.stop, "infra.slurm:remove_cluster", [str(self.root)])
         try:
             self._make_network()
             self._write_files()
@@ -431,18 +425,16 @@ class SlurmCluster:
         slurmds = [p for name, p in self._daemons.items() if name.startswith("slurmd.")]
         for group in (slurmds, [self._daemons.get("slurmctld")], [self._daemons.get("munged")]):
             stop_children([p for p in group if p is not None], grace_seconds=1.0)  # its state is deleted anyway
-        spare = [self._guard.proc.pid] if self._guard is not None else []  # it names the folder too
-        remove_cluster(self.root, spare)
-        if self._guard is not None:
-            self._guard.dismiss()
-            self._guard = None
+        guardian = self._lifetime.guardian_pid if self._lifetime is not None else None
+        remove_cluster(self.root, [guardian] if guardian else [])  # the guardian names the folder too
+        if self._lifetime is not None:
+            self._lifetime.end()
+            self._lifetime = None
         self._daemons.clear()
         if self.net is not None:
             self.net.destroy()  # its own watchdog covers a dead owner
             self.net = None
         self.root = None
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
 
     def _require_root(self) -> Path:
         if self.root is None:

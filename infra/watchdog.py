@@ -24,11 +24,12 @@ import atexit
 import contextlib
 import importlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from utils.config import PROJECT_ROOT
 
@@ -147,6 +148,11 @@ class Lifetime:
         with _LIVE_LOCK:
             _LIVE[id(self)] = stop
 
+    @property
+    def guardian_pid(self) -> int | None:
+        """The guardian's pid while there is one (its command line names what it guards)."""
+        return self._guard.proc.pid if self._guard is not None else None
+
     def end(self) -> None:
         """The owner cleaned up: no guardian, no ``atexit`` call any more."""
         with _LIVE_LOCK:
@@ -196,6 +202,16 @@ def owner_tag(pid: int | None = None) -> str:
 
 def owner_alive(pid: int, ticks: int) -> bool:
     return start_ticks(pid) == ticks  # a reused pid has another start time
+
+
+def orphans(names: Iterable[str], pattern: re.Pattern[str]) -> list[str]:
+    """Those of ``names`` whose owner died: ``pattern``'s first two groups are the owner's pid
+    and start ticks (:func:`owner_tag`). What a live owner has is never listed, so concurrent
+    runs are safe. Used by ``infra.netns`` and ``infra.slurm`` to reap what a dead owner left
+    when its guardian died too."""
+    found = [(name, pattern.match(name)) for name in names]
+    return [name for name, match in found
+            if match is not None and not owner_alive(int(match.group(1)), int(match.group(2)))]
 
 
 def _guardian(cleanup: str, args: list[str]) -> None:

@@ -5,6 +5,7 @@ the Horovod stall script)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.watchdog import Lifetime, OwnerGuard, Watchdog, start_time
+from infra.watchdog import Lifetime, OwnerGuard, Watchdog, orphans, owner_tag, start_time
 from utils.config import PROJECT_ROOT
 
 
@@ -112,3 +113,17 @@ def test_ending_a_lifetime_twice_is_harmless(tmp_path: Path) -> None:
     life.end()
     life.end()
     assert tmp_path.exists()
+
+
+def test_orphans_are_the_things_of_dead_owners_only() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        dead_tag = owner_tag(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    pattern = re.compile(r"^crs-(\d+)-(\d+)-")
+    names = [f"crs-{owner_tag()}-0-sw", f"crs-{dead_tag}-1-h0", "crs-not-a-tag", "other"]
+    assert orphans(names, pattern) == [f"crs-{dead_tag}-1-h0"]
+    alive, started = owner_tag().split("-")
+    assert orphans([f"crs-{alive}-{int(started) + 1}-x"], pattern) != []  # a reused pid: another start time
