@@ -178,28 +178,8 @@ def configure_devices(
 
     import tensorflow as tf
 
-    cpus = tf.config.list_physical_devices("CPU")
-    gpus = tf.config.list_physical_devices("GPU")
     try:
-        if logical_cpus > 1:
-            tf.config.set_logical_device_configuration(
-                cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(logical_cpus)]
-            )
-        capped = False
-        for gpu in gpus:
-            if gpu_memory_growth:
-                tf.config.experimental.set_memory_growth(gpu, True)
-            elif gpu_split > 1 or gpu_memory_limit_mb is not None:
-                tf.config.set_logical_device_configuration(
-                    gpu,
-                    [
-                        tf.config.LogicalDeviceConfiguration(memory_limit=gpu_memory_limit_mb)
-                        for _ in range(gpu_split)
-                    ],
-                )
-                capped = True
-        if capped and initialise:
-            _initialise_with_growth(tf)
+        _apply(tf, request, initialise)
     except RuntimeError as error:
         # TensorFlow initialised before we got here: accept it only if it already matches.
         if _matches_current(tf, request):
@@ -210,6 +190,27 @@ def configure_devices(
         ) from error
     _applied = request
     return request
+
+
+def _apply(tf: Any, request: DeviceRequest, initialise: bool) -> None:
+    """Give TensorFlow the logical CPUs and GPU settings of ``request`` (RuntimeError if too late)."""
+    cpus = tf.config.list_physical_devices("CPU")
+    if request.logical_cpus > 1:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(request.logical_cpus)]
+        )
+    capped = False
+    for gpu in tf.config.list_physical_devices("GPU"):
+        if request.gpu_memory_growth:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        elif request.gpu_split > 1 or request.gpu_memory_limit_mb is not None:
+            limit = request.gpu_memory_limit_mb
+            tf.config.set_logical_device_configuration(
+                gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)] * request.gpu_split
+            )
+            capped = True
+    if capped and initialise:
+        _initialise_with_growth(tf)
 
 
 def _initialise_with_growth(tf: Any) -> None:

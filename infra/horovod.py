@@ -253,16 +253,7 @@ def run_horovod(
     chunks: list[str] = []
     start = time.perf_counter()
     proc = start_child(argv, env=child, cwd=cwd, stderr=subprocess.STDOUT)
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            chunks.append(line)
-            if echo is not None:
-                echo(line.rstrip("\n"))
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    reader = _read_lines(proc, chunks, echo)
     timed_out = False
     try:
         proc.wait(timeout=timeout)
@@ -290,6 +281,22 @@ def run_horovod(
         lines=lines,
         launcher_lines=other,
     )
+
+
+def _read_lines(proc: subprocess.Popen[str], chunks: list[str],
+                echo: Callable[[str], None] | None) -> threading.Thread:
+    """A thread that appends ``proc``'s output lines to ``chunks`` (and passes them to ``echo``)."""
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            chunks.append(line)
+            if echo is not None:
+                echo(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    return reader
 
 
 def _end_run(run_id: str, settle_seconds: float) -> list[str]:
