@@ -374,7 +374,7 @@ def test_readme_check_sees_a_changed_introduction_and_a_wrong_row(tmp_path: Path
 
 
 def test_sentence_figures_count_prose_only() -> None:
-    """tools/zh_sentences.py: lists, headings, tables and code left out; a code span is one character."""
+    """tools/zh_sentences.py: lists, headings, tables and code blocks left out; a code span is its text."""
     from tools import zh_sentences
 
     po = i18n.new_catalog()
@@ -382,8 +382,9 @@ def test_sentence_figures_count_prose_only() -> None:
         "## 标题不算\n\n第一句很短。第二句用 `tf.distribute.MirroredStrategy`（镜像）；然后结束——好。\n\n"
         "* 列表项不算。\n  续行也不算。\n\n| 表 | 格 |\n|---|---|\n| 不 | 算 |")))
     f = zh_sentences.figures(po, "t")
-    assert (f.sentences, f.characters) == (2, 6 + 18)  # 第一句很短。 | 第二句用C（镜像）；然后结束——好。
-    assert f.median == 12 and f.over120 == 0
+    # 第一句很短。 | 第二句用tf.distribute.MirroredStrategy（镜像）；然后结束——好。
+    assert (f.sentences, f.characters) == (2, 6 + 47)
+    assert f.median == (6 + 47) / 2 and f.over120 == 0
     assert round(f.paren * f.characters / 1000) == 1 and round(f.dash * f.characters / 1000) == 1
 
 

@@ -3,8 +3,8 @@
 ``python -m tools.zh_sentences [NN … | path.po …]`` prints, for each catalog in ``i18n/zh_CN/``
 (or the numbers / files given), over the prose of its Markdown entries:
 
-* the median sentence length in characters (spaces not counted; a code span counts as one
-  character, a link as its text);
+* the median sentence length in characters (spaces not counted; a code span and a link count
+  as their text: the method of issue 49's figures);
 * the share of sentences over 120 characters;
 * （ , —— and ； per 1,000 characters.
 
@@ -59,8 +59,8 @@ def prose_paragraphs(markdown: str) -> list[str]:
 
 
 def _plain(paragraph: str) -> str:
-    """A paragraph as characters a reader reads: code span → one character, link → its text."""
-    text = re.sub(r"(`+).+?\1", "C", paragraph)
+    """A paragraph as characters a reader reads: a code span as its text, a link as its text."""
+    text = re.sub(r"(`+)(.+?)\1", r"\2", paragraph)
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"https?://\S+", "U", text)
     return text.replace("*", "")
