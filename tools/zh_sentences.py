@@ -1,6 +1,6 @@
 """How heavy the Chinese prose of the catalogs is (issue 49 item 2), per catalog.
 
-``python -m tools.zh_sentences [NN … | path.po …]`` prints, for each catalog in ``i18n/zh_CN/``
+``python -m tools.zh_sentences [--check] [NN … | path.po …]`` prints, for each catalog in ``i18n/zh_CN/``
 (or the numbers / files given), over the prose of its Markdown entries:
 
 * the median sentence length in characters (spaces not counted; a code span and a link count
@@ -125,12 +125,13 @@ def table(rows: list[Figures]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Sentence figures of the Chinese catalogs (issue 49).")
     parser.add_argument("catalogs", nargs="*", help="notebook numbers or .po files (default: every catalog)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a catalog misses issue 49's goal")
     args = parser.parse_args(argv)
     rows = [figures(polib.pofile(str(p)), p.stem) for p in catalogs(args.catalogs)]
     print(table(rows))
     print(f"goal (issue 49, d2l-zh): median <= {GOAL['median']}, <= {GOAL['over120']:.0%} over 120, "
           f"（ <= {GOAL['paren']:g}, —— 0, ； <= {GOAL['semi']:g} per 1,000 characters")
-    return 0
+    return 1 if args.check and not all(f.meets_goal() for f in rows) else 0
 
 
 if __name__ == "__main__":
