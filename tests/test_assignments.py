@@ -158,11 +158,18 @@ def test_solutions_pass_every_test(built, name, monkeypatch) -> None:
     assert len(scores) >= 3 and hidden >= len(scores), f"{name}: a hidden test per code question"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_unsolved_student_version_fails_with_a_hint(built, name, monkeypatch, tmp_path) -> None:
+# the student notebooks: English, and Chinese where the assignment has a catalog
+EDITIONS = [(n, f"{n}{suffix}.ipynb") for n in NAMES for suffix in ("", ".zh")
+            if (ba.STUDENT / n / f"{n}{suffix}.ipynb").is_file() or not suffix]
+CATALOGS = sorted(ba.ZH_CATALOGS.glob("*.po"))
+
+
+@pytest.mark.parametrize(("name", "notebook"), EDITIONS, ids=[e[1] for e in EDITIONS])
+def test_unsolved_student_version_fails_with_a_hint(built, name, notebook, monkeypatch,
+                                                     tmp_path) -> None:
     student = shutil.copytree(ba.STUDENT / name, tmp_path / name)  # otter writes its log there
     monkeypatch.chdir(student)
-    scores = grade(built[name] / "autograder" / "tests", run_cells(student / f"{name}.ipynb"))
+    scores = grade(built[name] / "autograder" / "tests", run_cells(student / notebook))
     assert sorted(scores) == code_questions(built[name])
     for question, (score, _, results) in scores.items():
         assert score == 0, f"{name} {question}: the unsolved version scores {score}"
@@ -219,3 +226,27 @@ def test_otter_run_grades_a_submission_end_to_end(built, tmp_path) -> None:
     graded = {t["name"]: t for t in results["tests"] if "max_score" in t}
     assert sorted(graded) == code_questions(built[name])
     assert all(t["score"] == t["max_score"] for t in graded.values()), graded
+
+
+def test_chinese_versions_are_complete_and_run_the_same_code() -> None:
+    """Each catalog translates every Markdown cell and comment of its student notebook (the
+    lecture notebooks' rules: tools/i18n.py), and the Chinese notebook's code is the English code."""
+    import polib
+
+    from tools import i18n
+
+    assert len(CATALOGS) >= 4, CATALOGS
+    for catalog in CATALOGS:
+        name = catalog.stem
+        english = i18n.load(ba.STUDENT / name / f"{name}.ipynb")
+        chinese = i18n.load(ba.STUDENT / name / f"{name}.zh.ipynb")
+        po = polib.pofile(str(catalog), wrapwidth=0)
+        assert i18n.problems(english, po, name) == [], "translate them: assignments/i18n/zh_CN"
+        assert i18n.slide_name_problems(po) == []
+        pairs = list(zip(english["cells"], chinese["cells"], strict=True))
+        for en, zh in pairs:
+            if en["cell_type"] == "code":
+                code = i18n.code_signature(i18n.source(en))[0]
+                assert code == i18n.code_signature(i18n.source(zh))[0], f"{name}: code differs"
+        changed = [zh for en, zh in pairs if en["cell_type"] == "markdown" and en != zh]
+        assert len(changed) >= 5, f"{name}: only {len(changed)} Markdown cells in Chinese"

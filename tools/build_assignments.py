@@ -5,6 +5,8 @@ goes through `otter assign`:
 
 * the student version (solutions and hidden tests stripped, public tests in tests/) is copied to
   assignments/student/NN_name/ — committed: students open it from git or Colab;
+* its Chinese version NN_name.zh.ipynb beside it, where assignments/i18n/zh_CN/NN_name.po exists
+  (same code and tests; Markdown and comments from the catalog, as notebooks/zh/ is made);
 * the autograder (solutions notebook, every test, and the zip `otter run -a` / Gradescope take) stays
   in build/assignments/NN_name/autograder/ — build output, not committed.
 
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 STUDENT = ROOT / "assignments" / "student"
 BUILD = ROOT / "build" / "assignments"
+ZH_CATALOGS = ROOT / "assignments" / "i18n" / "zh_CN"
 
 
 def masters(numbers: list[str] | None = None) -> list[Path]:
@@ -61,20 +64,44 @@ def stabilise(notebook: Path) -> None:
     nbformat.write(nb, notebook)
 
 
-def student_version(built: Path, dest: Path) -> Path:
-    """Copy otter's student/ folder of a build to `dest` (replaced), with stable cell ids."""
+def chinese_version(notebook: Path, *, update_catalog: bool = False) -> Path | None:
+    """NN_name.zh.ipynb beside the student notebook, from its catalog in assignments/i18n/zh_CN/
+    (the lecture notebooks' format and tools: i18n/README.md); None without a catalog.
+    `update_catalog` merges the notebook's English into the catalog first (new entries empty,
+    changed ones fuzzy), as `make i18n` does for the lecture notebooks."""
+    import polib
+
+    from tools import i18n
+    from tools.nbclean import dumps
+
+    catalog = ZH_CATALOGS / f"{notebook.stem}.po"
+    if not catalog.is_file():
+        return None
+    nb = i18n.load(notebook)
+    po, _ = i18n.merge(polib.pofile(str(catalog), wrapwidth=0), i18n.extract(nb, notebook.name))
+    if update_catalog and catalog.read_text(encoding="utf-8") != po.__unicode__():
+        catalog.write_text(po.__unicode__(), encoding="utf-8")
+    out = notebook.with_name(f"{notebook.stem}.zh.ipynb")
+    out.write_text(dumps(i18n.generate_notebook(nb, po, set())), encoding="utf-8")
+    return out
+
+
+def student_version(built: Path, dest: Path, *, update_catalog: bool = False) -> Path:
+    """Copy otter's student/ folder of a build to `dest` (replaced), with stable cell ids, and
+    the Chinese version where the assignment has a catalog."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(built / "student", dest, ignore=shutil.ignore_patterns(".OTTER_LOG"))
-    for notebook in dest.glob("*.ipynb"):
+    for notebook in sorted(dest.glob("*.ipynb")):
         stabilise(notebook)
+        chinese_version(notebook, update_catalog=update_catalog)
     return dest
 
 
 def build(master: Path, build_dir: Path, student_dir: Path, *, run_tests: bool = True,
-          quiet: bool = False) -> Path:
+          quiet: bool = False, update_catalog: bool = False) -> Path:
     """Build one assignment: otter's output in build_dir, the student version in student_dir."""
     built = otter_assign(master, build_dir, run_tests=run_tests, quiet=quiet)
-    return student_version(built, student_dir)
+    return student_version(built, student_dir, update_catalog=update_catalog)
 
 
 def differences(left: Path, right: Path) -> list[str]:
@@ -104,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                                 quiet=True)
                 stale += differences(student, STUDENT / name) if (STUDENT / name).is_dir() else [name]
             continue
-        student = build(master, BUILD / name, STUDENT / name)
+        student = build(master, BUILD / name, STUDENT / name, update_catalog=True)
         zips = sorted((BUILD / name / "autograder").glob("*.zip"))
         print(f"{name}: student version {student.relative_to(ROOT)}, "
               f"autograder {zips[-1].relative_to(ROOT) if zips else '(none)'}")
