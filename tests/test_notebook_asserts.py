@@ -20,12 +20,7 @@ NOTEBOOKS = sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
 
 # Findings waiting for a fix in a notebook somebody else is editing, with the fix proposed to
 # its owner: (notebook, snippet) -> fix. An entry no longer found gives a warning (remove it).
-KNOWN: dict[tuple[str, str], str] = {
-    ("12_model_parallelism.ipynb", "assert 7.5e9 * bytes_per_param / 1e9 == 120"): (
-        "issue 46 item 3: restates `bytes_per_param == 16` (asserted just above) by arithmetic; "
-        "print the paper's example (7.5B parameters x 16 B = 120 GB), do not assert it"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def reasons(snippet: str) -> list[str]:
