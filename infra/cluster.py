@@ -17,15 +17,15 @@ Local multi-worker runs (one OS process per task)::
     print(result.chief.log)          # worker 0's stdout+stderr (the chief of MWMS)
     result.reports                   # [{...}, {...}]: what each worker passed to report()
 
-    with LocalCluster(train_fn, num_workers=2) as cluster:   # same, step by step
+    with LocalCluster("scripts/workers/my_worker.py", num_workers=2) as cluster:  # step by step
         print(cluster.tf_configs)    # {("worker", 0): "{...}", ...}
         print(cluster.devices)       # {"worker:0": WorkerDevices(...), ...}
         result = cluster.wait(timeout=180)
 
-- ``target`` is a ``.py`` script path, or a self-contained function (imports inside its
-  body; a notebook function works too, its source is copied into a temporary script), or a
-  ``"package.module:function"`` string. The function is called with ``*args`` (JSON values;
-  paths arrive as strings); a script gets ``args`` as its command line.
+- ``target`` is a ``.py`` program (it gets ``args`` as its command line), or, for the notebook
+  that still defines its workers as functions (09), a self-contained function (imports inside
+  its body) whose source is copied into a temporary program and called with ``*args`` (JSON
+  values; paths arrive as strings).
 - ``tasks={"chief": 1, "worker": 2, "ps": 1}`` instead of ``num_workers`` for other shapes.
 - Each task gets ``TF_CONFIG`` (free localhost ports), the project on ``PYTHONPATH``,
   ``PYTHONUNBUFFERED=1``, ``TF_CPP_MIN_LOG_LEVEL=2``, ``COURSE_TASK`` (``"worker:0"``) and
@@ -222,16 +222,6 @@ class ClusterResult:
         raise KeyError(name)
 
 
-def _module_root(module: str) -> str | None:
-    """The sys.path entry from which ``module`` was imported (so a child can import it)."""
-    file = getattr(sys.modules.get(module), "__file__", None)
-    if not file:
-        return None
-    path = Path(file).resolve()
-    depth = module.count(".") + (1 if path.name == "__init__.py" else 0)
-    return str(path.parents[depth])
-
-
 def _json_args(args: Sequence[Any]) -> str:
     """A function target's arguments as JSON; paths become strings (as for a script target)."""
 
@@ -243,37 +233,24 @@ def _json_args(args: Sequence[Any]) -> str:
     return json.dumps(list(args), default=path_or_error)
 
 
-def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> tuple[list[str], list[str]]:
-    """The argv (after the interpreter) that runs ``target`` with ``args``, and extra sys.path."""
-    if callable(target):
-        module = getattr(target, "__module__", None)
+def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> list[str]:
+    """The argv (after the interpreter) that runs ``target`` with ``args``."""
+    if callable(target):  # a self-contained function (notebook 09's workers): its source, copied
         name = getattr(target, "__qualname__", getattr(target, "__name__", None))
         if not name or "<" in name or "." in name:
             raise ValueError("target must be a named top-level function, not a lambda/closure/method")
-        if module and module != "__main__" and not module.startswith("__"):
-            root = _module_root(module)
-            argv, _ = _target_command(f"{module}:{name}", args, workdir)
-            return argv, [root] if root else []
-        # defined in a notebook/script: copy its (self-contained) source
-        source = textwrap.dedent(inspect.getsource(target))
         script = workdir / f"{name}.py"
         script.write_text(
-            source
-            + "\n\nif __name__ == '__main__':\n"
-            + "    import json, sys\n"
-            + f"    {name}(*json.loads(sys.argv[1]))\n"
+            textwrap.dedent(inspect.getsource(target))
+            + f"\n\nif __name__ == '__main__':\n    import json, sys\n\n    {name}(*json.loads(sys.argv[1]))\n"
         )
-        return [str(script), _json_args(args)], []
-    if isinstance(target, str) and ":" in target and not target.endswith(".py"):
-        module, _, name = target.partition(":")
-        code = f"import json, sys; from {module} import {name}; {name}(*json.loads(sys.argv[1]))"
-        return ["-c", code, _json_args(args)], []
+        return [str(script), _json_args(args)]
     path = Path(target)
     if not path.is_absolute():  # relative to this process's working directory, else the project
         path = path.resolve() if path.exists() else PROJECT_ROOT / path
     if not path.exists():
         raise FileNotFoundError(f"worker script {target} not found")
-    return [str(path), *map(str, args)], []
+    return [str(path), *map(str, args)]
 
 
 def _tail(text: str, lines: int) -> str:
@@ -370,14 +347,11 @@ class LocalCluster:
         # folder and the tasks
         self._lifetime = Lifetime(self.stop, "infra.cluster:_remove_after_owner", [str(self._workdir)])
         try:
-            argv, extra_path = _target_command(self.target, self.args, self._workdir)
-            command = [self.python, *argv]
+            command = [self.python, *_target_command(self.target, self.args, self._workdir)]
             # a killed task cannot run its atexit clean-up (TensorFlow's autograph files, the
             # workers' own temporary folders): they go in the folder that stop() removes
             (self._workdir / "tmp").mkdir()
             base_env = child_env({"TMPDIR": str(self._workdir / "tmp"), **self.env})
-            if extra_path:  # the folder a notebook-imported target's module lives in
-                base_env["PYTHONPATH"] = os.pathsep.join([base_env["PYTHONPATH"], *extra_path])
             visible = _launcher_visible_gpus()
             for task, tf_config in self.tf_configs.items():
                 log_path = self._workdir / f"{task[0]}-{task[1]}.log"

@@ -31,7 +31,10 @@ from utils.tfconfig import parse_tf_config
 ROOT = Path(__file__).resolve().parent.parent
 
 
-# ---- worker functions (module-level, so they run as "tests.test_cluster:<name>") ----------
+# ---- the tasks: tests/workers/cluster_task.py BEHAVIOUR; one function, for the function path ---
+TASK = ROOT / "tests" / "workers" / "cluster_task.py"
+
+
 def ok_worker(value: int) -> None:
     import json
     import os
@@ -42,87 +45,6 @@ def ok_worker(value: int) -> None:
     print(f"hello from {cfg['task']['type']} {cfg['task']['index']}")
     print("I0000 00:00:1795321238.889626    9384 cudart_stub.cc:31] noise")
     report(index=cfg["task"]["index"], value=value, task=os.environ["COURSE_TASK"])
-
-
-def crashing_worker(ready_file: str) -> None:
-    """Worker 1 starts a grandchild, then raises once worker 0 has started its own (``ready_file``
-    exists); worker 0 hangs in a 'collective'."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import time
-
-    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    print(f"grandchild {child.pid}", flush=True)
-    if index == 0:
-        open(ready_file, "w").close()
-    else:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(ready_file) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for i in range(30):
-            print(f"line {i}")
-        raise ValueError("boom in worker 1")
-    time.sleep(300)
-
-
-def hanging_worker() -> None:
-    import os
-    import subprocess
-    import sys
-    import time
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    print(f"grandchild {child.pid}", flush=True)
-    print(f"worker {os.environ['COURSE_TASK']} waiting", flush=True)
-    time.sleep(300)
-
-
-def temp_file_worker() -> None:
-    import tempfile
-    import time
-
-    with tempfile.NamedTemporaryFile(prefix="__autograph_generated_file", delete=False) as f:
-        print(f"temp file {f.name}", flush=True)  # as TensorFlow's autograph leaves them: removed at exit
-    time.sleep(300)
-
-
-def survivor_worker() -> None:
-    """Worker 1 fails at once; worker 0 writes its line 3 s later (a survivor noticing a fault)."""
-    import os
-    import time
-
-    if os.environ["COURSE_TASK"] == "worker:1":
-        raise ValueError("boom in worker 1")
-    time.sleep(3)
-    print("worker 0 noticed", flush=True)
-    time.sleep(300)
-
-
-def crashing_survivor_worker() -> None:
-    """Worker 1 fails at once; worker 0 ends 2 s later without its line (a crash, not an exception)."""
-    import os
-    import time
-
-    if os.environ["COURSE_TASK"] == "worker:1":
-        raise ValueError("boom in worker 1")
-    time.sleep(2)
-    os._exit(134)
-
-
-def quiet_worker() -> None:
-    print("done, without the awaited line", flush=True)
-
-
-def sigterm_ignoring_worker() -> None:
-    import signal
-    import time
-
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    print("ignoring SIGTERM", flush=True)
-    time.sleep(300)
 
 
 def _alive(pid: int) -> bool:
@@ -174,8 +96,8 @@ def test_port_is_free_sees_a_listening_socket():
 
 # ---- TF_CONFIG ----------------------------------------------------------------------------
 # ---- local launcher -----------------------------------------------------------------------
-def test_run_workers_function_reports_and_cleans_up(capsys):
-    cluster = LocalCluster("tests.test_cluster:ok_worker", 3, args=[7], stream=True, timeout=60)
+def test_run_workers_reports_and_cleans_up(capsys):
+    cluster = LocalCluster(TASK, 3, args=["ok", 7], stream=True, timeout=60)
     with cluster:
         result = cluster.wait()
     assert [t.returncode for t in result.tasks] == [0, 0, 0]
@@ -220,37 +142,13 @@ def test_notebook_style_function_source_is_copied(tmp_path):
     assert out.stdout.strip() == "[{'x': 42}, {'x': 42}]"
 
 
-def env_worker() -> None:
-    import os
-
-    from infra.process import report
-
-    report(color=os.environ.get("COLOR"), shared=os.environ.get("SHARED"))
-
-
 def test_env_and_task_env():
     result = run_workers(
-        env_worker, 2, env={"SHARED": "s", "COLOR": "grey"}, task_env={"worker:1": {"COLOR": "red"}}
+        TASK, 2, args=["env"], env={"SHARED": "s", "COLOR": "grey"}, task_env={"worker:1": {"COLOR": "red"}}
     )
     assert result.reports == [{"color": "grey", "shared": "s"}, {"color": "red", "shared": "s"}]
     with pytest.raises(ValueError, match="not in the cluster"):
-        LocalCluster(env_worker, 2, task_env={"worker:2": {}})
-
-
-def device_worker() -> None:
-    import json
-    import os
-
-    from infra import devices
-    from infra.process import report
-
-    # what the launcher assigned is checked here, not TensorFlow's TF32 switch: left out, it spares
-    # each worker TensorFlow's import (5 s of CPU) where no GPU has to be capped
-    devices.exact_float32 = lambda: None
-    worker = devices.configure_worker()
-    plan = json.loads(os.environ["COURSE_WORKER_DEVICES"])
-    report(cuda=os.environ["CUDA_VISIBLE_DEVICES"], growth=os.environ["TF_FORCE_GPU_ALLOW_GROWTH"],
-           collective=worker.collective, task=plan["task"])
+        LocalCluster(TASK, 2, args=["env"], task_env={"worker:2": {}})
 
 
 @pytest.mark.parametrize(
@@ -264,7 +162,7 @@ def test_workers_get_the_devices_of_the_plan(monkeypatch, n_gpus, visible, expec
     else:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     fake = [GpuInfo("Tesla T4", 15360)] * n_gpus
-    result = run_workers(device_worker, 2, gpus=fake, timeout=60)
+    result = run_workers(TASK, 2, args=["assigned-devices"], gpus=fake, timeout=60)
     assert [r["cuda"] for r in result.reports] == expected
     assert [r["task"] for r in result.reports] == ["worker:0", "worker:1"]
     assert {r["growth"] for r in result.reports} == {"true"}
@@ -273,7 +171,7 @@ def test_workers_get_the_devices_of_the_plan(monkeypatch, n_gpus, visible, expec
 
 
 def test_task_env_wins_over_the_plan():
-    result = run_workers(device_worker, 2, gpus=[GpuInfo("T4", 15360)] * 2, task_env={"worker:1": {"CUDA_VISIBLE_DEVICES": "-1"}})
+    result = run_workers(TASK, 2, args=["assigned-devices"], gpus=[GpuInfo("T4", 15360)] * 2, task_env={"worker:1": {"CUDA_VISIBLE_DEVICES": "-1"}})
     assert [r["cuda"] for r in result.reports] == ["0", "-1"]
 
 
@@ -287,7 +185,7 @@ def test_script_target(tmp_path):
 
 
 def test_crashing_worker_is_reported_and_everything_stops(tmp_path):
-    cluster = LocalCluster(crashing_worker, 2, args=[tmp_path / "worker-0-ready"], timeout=60, tail_lines=5)
+    cluster = LocalCluster(TASK, 2, args=["crashing", tmp_path / "worker-0-ready"], timeout=60, tail_lines=5)
     with pytest.raises(WorkerFailedError) as info:
         cluster.wait()
     err = info.value
@@ -300,7 +198,7 @@ def test_crashing_worker_is_reported_and_everything_stops(tmp_path):
 
 
 def test_timeout_stops_hanging_workers():
-    cluster = LocalCluster(hanging_worker, 2, timeout=6)  # time enough to start and print, even under load
+    cluster = LocalCluster(TASK, 2, args=["hanging"], timeout=6)  # time enough to start and print, even under load
     t0 = time.monotonic()
     with pytest.raises(ClusterTimeoutError) as info:
         cluster.wait()
@@ -311,7 +209,7 @@ def test_timeout_stops_hanging_workers():
 
 
 def test_a_killed_task_leaves_no_temporary_file():
-    with LocalCluster(temp_file_worker, 2, timeout=60) as cluster:
+    with LocalCluster(TASK, 2, args=["temp-file"], timeout=60) as cluster:
         for task in ("worker:0", "worker:1"):
             cluster.wait_for_output(task, "temp file", timeout=60)
         files = [Path(line.split()[-1]) for line in cluster.logs()["worker:0"].splitlines() if "temp file" in line]
@@ -320,7 +218,7 @@ def test_a_killed_task_leaves_no_temporary_file():
 
 
 def test_wait_for_output_then_time_the_hang():
-    with LocalCluster(hanging_worker, 2, timeout=60) as cluster:
+    with LocalCluster(TASK, 2, args=["hanging"], timeout=60) as cluster:
         cluster.wait_for_output("worker:1", "waiting", timeout=60)
         assert "worker worker:1 waiting" in cluster.logs()["worker:1"]
         t0 = time.monotonic()
@@ -331,21 +229,21 @@ def test_wait_for_output_then_time_the_hang():
 
 
 def test_wait_for_output_that_never_comes_stops_the_cluster():
-    cluster = LocalCluster(hanging_worker, 2, timeout=60)
+    cluster = LocalCluster(TASK, 2, args=["hanging"], timeout=60)
     with pytest.raises(ClusterTimeoutError) as info:
         cluster.wait_for_output("worker:0", "a line it never writes", timeout=2)
     assert info.value.running == ["worker:0", "worker:1"]
     _assert_all_gone(cluster, _grandchildren(info.value.logs))
-    unstarted = LocalCluster(hanging_worker, 1)
+    unstarted = LocalCluster(TASK, 1, args=["hanging"])
     with pytest.raises(ValueError, match="no task 'ps:0'"):
         unstarted.wait_for_output("ps:0", "x")
     assert unstarted.pids == []  # a bad name starts nothing
 
 
 def test_wait_for_output_after_a_fault_made_on_purpose():
-    with LocalCluster(survivor_worker, 2, timeout=60) as cluster, pytest.raises(WorkerFailedError):
+    with LocalCluster(TASK, 2, args=["survivor"], timeout=60) as cluster, pytest.raises(WorkerFailedError):
         cluster.wait_for_output("worker:0", "noticed", timeout=60)  # worker 1's failure comes first
-    with LocalCluster(survivor_worker, 2, timeout=60) as cluster:
+    with LocalCluster(TASK, 2, args=["survivor"], timeout=60) as cluster:
         waited = cluster.wait_for_output("worker:0", "noticed", timeout=60, failures_expected=True)
         assert "boom in worker 1" in cluster.logs()["worker:1"]
     assert 3 <= waited < 30
@@ -353,12 +251,12 @@ def test_wait_for_output_after_a_fault_made_on_purpose():
 
 
 def test_wait_for_output_ends_when_the_task_ended_without_the_line():
-    with LocalCluster(crashing_survivor_worker, 2, timeout=60) as cluster:
+    with LocalCluster(TASK, 2, args=["crashing-survivor"], timeout=60) as cluster:
         waited = cluster.wait_for_output("worker:0", "noticed", timeout=60, failures_expected=True)
         assert cluster.exit_code("worker:0") == 134 and cluster.exit_code("worker:1") == 1
     assert 2 <= waited < 30  # not the whole timeout
     _assert_all_gone(cluster)
-    cluster = LocalCluster(quiet_worker, 1, timeout=60)
+    cluster = LocalCluster(TASK, 1, args=["quiet"], timeout=60)
     t0 = time.monotonic()
     with pytest.raises(WorkerFailedError, match="exited with code 0") as info:
         cluster.wait_for_output("worker:0", "a line it never writes", timeout=60)
@@ -366,7 +264,7 @@ def test_wait_for_output_ends_when_the_task_ended_without_the_line():
 
 
 def test_sigterm_ignoring_worker_is_killed():
-    cluster = LocalCluster(sigterm_ignoring_worker, 1, timeout=60, grace=0.5)
+    cluster = LocalCluster(TASK, 1, args=["sigterm-ignoring"], timeout=60, grace=0.5)
     cluster.wait_for_output("worker:0", "ignoring SIGTERM", timeout=60)  # its handler is in place
     with pytest.raises(ClusterTimeoutError):
         cluster.wait(timeout=1)
@@ -375,7 +273,7 @@ def test_sigterm_ignoring_worker_is_killed():
 
 
 def test_keyboard_interrupt_stops_workers():
-    cluster = LocalCluster(hanging_worker, 2, timeout=60)
+    cluster = LocalCluster(TASK, 2, args=["hanging"], timeout=60)
     cluster.start()
     timer = threading.Timer(1.5, os.kill, args=(os.getpid(), signal.SIGINT))
     timer.start()
@@ -396,7 +294,7 @@ def test_workers_and_folder_go_when_the_launcher_is_killed(tmp_path):
             import sys, time
             sys.path.insert(0, sys.argv[1])
             from infra.cluster import LocalCluster
-            cluster = LocalCluster("tests.test_cluster:sigterm_free_sleeper", 2).start()
+            cluster = LocalCluster("tests/workers/cluster_task.py", 2, args=["sleeper"]).start()
             print(" ".join(map(str, cluster.pids)), flush=True)
             time.sleep(300)
             """
@@ -422,24 +320,18 @@ def test_workers_and_folder_go_when_the_launcher_is_killed(tmp_path):
     assert list(tmp_path.glob("course-cluster-*")) == [], "the guardian (infra.watchdog.OwnerGuard) removes the folder"
 
 
-def sigterm_free_sleeper() -> None:
-    import time
-
-    time.sleep(300)
-
-
 def test_context_manager_stops_on_exception_in_block():
     with pytest.raises(RuntimeError, match="in the block"):
-        with LocalCluster(hanging_worker, 1) as cluster:
+        with LocalCluster(TASK, 1, args=["hanging"]) as cluster:
             raise RuntimeError("in the block")
     _assert_all_gone(cluster)
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="at least one worker"):
-        LocalCluster(ok_worker, tasks={"ps": 1})
+        LocalCluster(TASK, tasks={"ps": 1})
     with pytest.raises(ValueError, match="not one of"):
-        LocalCluster(ok_worker, tasks={"boss": 1})
+        LocalCluster(TASK, tasks={"boss": 1})
     with pytest.raises(ValueError, match="lambda"):
         run_workers(lambda: None, 1)
     with pytest.raises(TypeError, match="JSON values or paths"):  # a path is fine (the crash test passes one)

@@ -388,18 +388,7 @@ def test_reap_orphans_removes_a_dead_owners_leftovers_and_spares_live_ones():
 # --------------------------------------------------------------------------------------------
 # infra.cluster with network=...
 # --------------------------------------------------------------------------------------------
-def where_am_i() -> None:
-    """A cluster task: report its TF_CONFIG address and the addresses of its own card."""
-    import json
-    import os
-    import subprocess
-
-    from infra.process import report
-
-    cfg = json.loads(os.environ["TF_CONFIG"])
-    me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
-    cards = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
-    report(me=me, cards=cards, network=bool(os.environ.get("COURSE_NETWORK")))
+WHERE_AM_I = ROOT / "tests" / "workers" / "cluster_task.py"  # with args=["where-am-i"]: its address, its cards
 
 
 @needs_netns
@@ -408,7 +397,7 @@ def test_local_cluster_runs_each_task_on_its_own_host():
     from infra.cluster import run_workers
 
     with VirtualNetwork(["chief:0", "worker:0", "worker:1"]) as net:
-        result = run_workers(where_am_i, tasks={"chief": 1, "worker": 2}, network=net, timeout=60)
+        result = run_workers(WHERE_AM_I, args=["where-am-i"], tasks={"chief": 1, "worker": 2}, network=net, timeout=60)
     assert result.cluster == {
         "chief": [f"{net.address('chief:0')}:2222"],
         "worker": [f"{net.address('worker:0')}:2222", f"{net.address('worker:1')}:2222"],
@@ -421,7 +410,7 @@ def test_local_cluster_runs_each_task_on_its_own_host():
     with pytest.raises(KeyError, match="no host 'worker:2'"):
         from infra.cluster import LocalCluster
 
-        LocalCluster(where_am_i, num_workers=3, network=net)
+        LocalCluster(WHERE_AM_I, num_workers=3, network=net)
 
 
 @needs_netns
@@ -437,7 +426,7 @@ def test_networks_in_use_at_once_leave_nothing_behind():
     with ExitStack() as stack:
         nets = [stack.enter_context(make_network([f"worker:{i}" for i in range(n)], rate="50mbit"))
                 for n in (2, 3)]
-        jobs = [stack.enter_context(LocalCluster(where_am_i, num_workers=len(net.labels),
+        jobs = [stack.enter_context(LocalCluster(WHERE_AM_I, args=["where-am-i"], num_workers=len(net.labels),
                                                  network=net, timeout=60)) for net in nets]
         results = [job.wait() for job in jobs]
         nets[0].set_all(rate="20mbit")
@@ -453,5 +442,5 @@ def test_local_cluster_on_a_loopback_network_is_the_usual_localhost_cluster(monk
     monkeypatch.setenv("COURSE_NO_NETNS", "1")
     monkeypatch.setattr(netns, "_SAID", {"COURSE_NO_NETNS is set, so network namespaces are not used"})
     with make_network(["worker:0", "worker:1"]) as net:
-        cluster = LocalCluster(where_am_i, num_workers=2, network=net)
+        cluster = LocalCluster(WHERE_AM_I, num_workers=2, network=net)
     assert all(a.startswith("localhost:") for a in cluster.cluster["worker"]) and len(cluster.ports) == 2
