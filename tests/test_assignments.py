@@ -86,6 +86,12 @@ WRONG = {
     ),
     ("05_custom_loop", "q3"): "def updates_per_epoch(n_train, global_batch):\n"
     "    return n_train // global_batch",
+    ("06_quickdraw", "q1"): "def map_at_3(labels, guesses):  # only the first guess counts\n"
+    "    return sum([g[:1] == [lab] for lab, g in zip(labels, guesses, strict=True)]) / len(labels)",
+    ("06_quickdraw", "q2"): "def eval_batch(n_examples, n_replicas, max_batch):  # ignores the last batch\n"
+    "    return max_batch // n_replicas * n_replicas",
+    ("06_quickdraw", "q3"): "def submission_line(key_id, words):  # spaces kept\n"
+    "    return f'{key_id},' + ' '.join(words)",
     ("08_performance", "q1"): "def biggest_share(parts):  # a percentage, not a fraction\n"
     "    name = max(parts, key=parts.get)\n"
     "    return name, 100 * parts[name] / sum(parts.values())",
@@ -144,7 +150,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 7, NAMES
+    assert len(MASTERS) >= 8, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
