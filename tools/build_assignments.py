@@ -106,7 +106,7 @@ def build(master: Path, build_dir: Path, student_dir: Path, *, run_tests: bool =
 
 def differences(left: Path, right: Path) -> list[str]:
     """Files that differ between two folders (recursively), or exist in one only."""
-    cmp = filecmp.dircmp(left, right, ignore=["__pycache__"])
+    cmp = filecmp.dircmp(left, right, ignore=["__pycache__", ".ipynb_checkpoints", ".OTTER_LOG"])
     out = [f"{left.name}/{n}" for n in cmp.left_only + cmp.right_only + cmp.diff_files]
     # dircmp compares by os.stat first: compare the common files' contents too
     out += [f"{left.name}/{n}" for n in cmp.same_files
