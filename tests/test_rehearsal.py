@@ -21,6 +21,7 @@ import pytest
 from infra import devices, rehearsal
 from infra.cluster import LocalCluster
 from infra.process import run_python
+from utils.config import PROJECT_ROOT
 from utils.devices import GpuInfo, WorkerDevices, plan_devices
 
 T4 = "1x15360@7.5:Tesla T4"
@@ -195,30 +196,15 @@ def _with_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], action: Any)
 
 
 # -- the defect the rehearsal exists for ---------------------------------------------------------
-def _mwms_on_shared_gpu(initialise_first: bool) -> None:
-    """A worker: its devices as the launcher assigned them, then MWMS and one all-reduce."""
-    import tensorflow as tf
 
-    from infra import devices
-    from infra.process import report
 
-    worker = devices.configure_worker()
-    if initialise_first:  # the order of calls the course had before: the runtime starts here
-        tf.config.list_logical_devices("GPU")
-    try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            communication_options=tf.distribute.experimental.CommunicationOptions(implementation=worker.collective))
-    except RuntimeError as error:
-        report(error=str(error))
-        return
-    total = strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
-    report(error=None, total=float(total), gpus=len(tf.config.list_physical_devices("GPU")))
+MWMS_TASK = PROJECT_ROOT / "tests" / "workers" / "cluster_task.py"  # mwms-on-shared-gpu ORDER
 
 
 @pytest.mark.slow
 def test_workers_sharing_a_rehearsed_gpu_create_mwms(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(rehearsal.ENV_VAR, T4)
-    with LocalCluster(_mwms_on_shared_gpu, 2, args=[False], timeout=240) as cluster:
+    with LocalCluster(MWMS_TASK, 2, args=["mwms-on-shared-gpu", "as-planned"], timeout=240) as cluster:
         assert all(d.shared and d.gpus == (0,) for d in cluster.devices.values())  # one GPU, two workers
         result = cluster.wait()
     assert [r["error"] for r in result.reports] == [None, None]
@@ -228,6 +214,6 @@ def test_workers_sharing_a_rehearsed_gpu_create_mwms(monkeypatch: pytest.MonkeyP
 @pytest.mark.slow
 def test_the_rehearsal_catches_the_runtime_started_too_early(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(rehearsal.ENV_VAR, T4)
-    with LocalCluster(_mwms_on_shared_gpu, 2, args=[True], timeout=240) as cluster:
+    with LocalCluster(MWMS_TASK, 2, args=["mwms-on-shared-gpu", "initialise-first"], timeout=240) as cluster:
         result = cluster.wait()
     assert all("Collective ops must be configured at program startup" in r["error"] for r in result.reports)
