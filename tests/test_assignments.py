@@ -99,6 +99,11 @@ WRONG = {
     "    return (np.asarray(grads, np.float32) * scale).astype(np.float16).astype(np.float32)",
     ("08_performance", "q3"): "def accumulation(n_examples, micro, n, k):  # forgets k\n"
     "    return micro * n, n_examples // (micro * n)",
+    ("09_troubleshooting", "q1"): "CAUSE_OF = dict(zip(CAUSE_OF, 'ACBD'))",
+    ("09_troubleshooting", "q2"): "def config_problems(configs):  # duplicates only\n"
+    "    tasks = [(c['task']['type'], c['task']['index']) for c in configs]\n"
+    "    return [t for t in set(tasks) if tasks.count(t) > 1]",
+    ("09_troubleshooting", "q3"): "def gradient_factor(n):\n    return 1",
     ("12_model_parallelism", "q2"): "def zero1_bytes(n_params, n):  # ZeRO-3: everything sharded\n"
     "    return 16 * -(-n_params // n)",
     ("12_model_parallelism", "q3"): "def gpipe_bubble(p, m):\n    return (p - 1) / m",
@@ -150,7 +155,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 8, NAMES
+    assert len(MASTERS) >= 9, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
