@@ -67,34 +67,48 @@ def augment_strokes(
         if len(strokes) == 0:  # nothing to move (the renderer draws a blank)
             out.append([])
             continue
-        c, s = np.cos(theta[i]), np.sin(theta[i])
-        stretch = np.exp(half[i])
-        # rotate(shear(scale(p))): a 2x2 matrix applied to row vectors as p @ m.T
-        m = (
-            np.array([[c, -s], [s, c]])
-            @ np.array([[1.0, k[i]], [0.0, 1.0]])
-            @ np.diag([stretch, 1 / stretch])
-        )
-        kept = list(strokes)
-        if drop_stroke and len(kept) > 1:
-            keep = rng.random(len(kept)) >= drop_stroke
-            keep[rng.integers(len(kept))] = True
-            kept = [p for p, on in zip(kept, keep, strict=True) if on]
-        if warp:  # a smooth random displacement field: two plane waves per axis
-            freq = rng.uniform(0.5, 1.5, (2, 2)) * TAU / 255  # cycles per frame, per axis and wave
-            direction = rng.uniform(0, TAU, (2, 2))
-            phase = rng.uniform(0, TAU, (2, 2))
-            amp = rng.uniform(0, warp * 255, (2, 2))
+        kept = _drop_strokes(list(strokes), rng, drop_stroke)
+        bend = _random_warp(rng, warp) if warp else None
+        m = _affine(theta[i], k[i], half[i]).T.astype(np.float32)
         moved = []
         for p in kept:
             q = p.astype(np.float32, copy=True)
-            xy = p[:, :2]
-            if warp:
-                xy = xy.astype(np.float64)
-                for axis in range(2):
-                    proj = np.cos(direction[axis])[:, None] * xy[:, 0] + np.sin(direction[axis])[:, None] * xy[:, 1]
-                    xy[:, axis] += np.sum(amp[axis][:, None] * np.sin(freq[axis][:, None] * proj + phase[axis][:, None]), 0)
-            q[:, :2] = xy @ m.T.astype(np.float32)
+            q[:, :2] = (p[:, :2] if bend is None else _warped(p[:, :2], *bend)) @ m
             moved.append(q)
         out.append(normalise_to_frame(moved))
     return out
+
+
+def _affine(theta: float, k: float, half: float) -> np.ndarray:
+    """rotate(shear(scale(p))): a 2x2 matrix, applied to row vectors as ``p @ m.T``."""
+    c, s = np.cos(theta), np.sin(theta)
+    stretch = np.exp(half)
+    return np.array([[c, -s], [s, c]]) @ np.array([[1.0, k], [0.0, 1.0]]) @ np.diag([stretch, 1 / stretch])
+
+
+def _drop_strokes(strokes: list[np.ndarray], rng: np.random.Generator, p: float) -> list[np.ndarray]:
+    """Every stroke dropped with probability ``p``, but one kept (one stroke: kept whole)."""
+    if not p or len(strokes) < 2:
+        return strokes
+    keep = rng.random(len(strokes)) >= p
+    keep[rng.integers(len(strokes))] = True
+    return [q for q, on in zip(strokes, keep, strict=True) if on]
+
+
+def _random_warp(rng: np.random.Generator, warp: float) -> tuple[np.ndarray, ...]:
+    """A smooth random displacement field: two plane waves per axis (frequency in cycles
+    per frame, direction, phase, amplitude up to ``warp`` x 255)."""
+    freq = rng.uniform(0.5, 1.5, (2, 2)) * TAU / 255
+    direction = rng.uniform(0, TAU, (2, 2))
+    phase = rng.uniform(0, TAU, (2, 2))
+    amp = rng.uniform(0, warp * 255, (2, 2))
+    return freq, direction, phase, amp
+
+
+def _warped(xy: np.ndarray, freq: np.ndarray, direction: np.ndarray, phase: np.ndarray, amp: np.ndarray) -> np.ndarray:
+    """The points ``xy`` moved by the field of :func:`_random_warp`."""
+    xy = xy.astype(np.float64)
+    for axis in range(2):
+        proj = np.cos(direction[axis])[:, None] * xy[:, 0] + np.sin(direction[axis])[:, None] * xy[:, 1]
+        xy[:, axis] += np.sum(amp[axis][:, None] * np.sin(freq[axis][:, None] * proj + phase[axis][:, None]), 0)
+    return xy

@@ -123,8 +123,6 @@ def write_shards(
     any number of workers (each class file and each shard has its own seeded random
     stream). ``progress=False`` hides the tqdm bars. Used in notebook 06 and the benchmarks.
     """
-    from tqdm.auto import tqdm
-
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if block_size < 1:
@@ -134,20 +132,44 @@ def write_shards(
         raise ValueError(f"write_shards reads .csv/.ndjson class files, not {kind}")
     labels = resolve_labels(source, labels, fmt)
     out = Path(out_dir)
-    tmp = out / ".unshuffled"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     opts = dict(num_shards=num_shards, val_fraction=val_fraction, split_seed=split_seed, seed=seed,
                 labels=list(labels.names), limit_per_class=limit_per_class, recognized_only=recognized_only,
-                strict=strict, tmp=str(tmp), want_report=report is not None)  # fmt: skip
-    splits = ("train", "val")
-    counts = {s: [0] * num_shards for s in splits}
-    per_class = {s: [0] * len(labels) for s in splits}
+                strict=strict, tmp=str(out / ".unshuffled"), want_report=report is not None)  # fmt: skip
     workers = (os.cpu_count() or 1) if workers is None else max(1, workers)
-    pool = None
+    counts, per_class = _write_in_workers(files, opts, out, len(labels), block_size, workers, progress, report)
+    labels.save(out / "labels.json")
+    manifest = {
+        "format": SHARD_FORMAT,
+        "block_size": block_size,
+        **{k: opts[k] for k in ("num_shards", "val_fraction", "split_seed", "seed", "limit_per_class")},
+        "recognized_only": recognized_only,
+        "source": [str(Path(f).resolve()) for f in files],
+        "files": {s: [shard_name(s, i, num_shards) for i in range(num_shards)] for s in counts},
+        "counts": {s: sum(c) for s, c in counts.items()},
+        "counts_per_shard": counts,
+        "counts_per_class": per_class,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _write_in_workers(
+    files: list[Path], opts: dict[str, Any], out: Path, n_labels: int, block_size: int, workers: int,
+    progress: bool, report: ReadReport | None,
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """The two phases of :func:`write_shards` in ``workers`` processes (1: in this one):
+    every class file dealt out to the shards (:func:`_split_file`), then every shard shuffled
+    and written (:func:`_shuffle_shard`), through pieces in ``opts["tmp"]`` (removed after).
+    Returns the drawings per shard and per class, by split."""
+    from tqdm.auto import tqdm
+
+    shutil.rmtree(opts["tmp"], ignore_errors=True)
+    Path(opts["tmp"]).mkdir(parents=True)
+    num_shards = opts["num_shards"]
+    counts = {s: [0] * num_shards for s in ("train", "val")}
+    per_class = {s: [0] * n_labels for s in ("train", "val")}
+    pool = multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else None  # no fork of a TF process
     try:
-        if workers > 1:
-            pool = multiprocessing.get_context("spawn").Pool(workers)  # no fork of a TF process
         mapper = pool.imap_unordered if pool is not None else map
         jobs = [(str(path), i, opts) for i, path in enumerate(files)]
         for file_counts, file_report in tqdm(
@@ -158,33 +180,16 @@ def write_shards(
                 per_class[s][label] += n
             if report is not None and file_report is not None:
                 report.merge(file_report)
-        shard_jobs = [(str(tmp), str(out), s, i, num_shards, seed, block_size)
-                      for s in splits for i in range(num_shards)]  # fmt: skip
+        shard_jobs = [(opts["tmp"], str(out), s, i, num_shards, opts["seed"], block_size)
+                      for s in counts for i in range(num_shards)]  # fmt: skip
         list(tqdm(mapper(_shuffle_shard, shard_jobs), total=len(shard_jobs), desc="shuffle shards",
                   unit="shard", disable=not progress))  # fmt: skip
     finally:
         if pool is not None:
             pool.terminate()  # stops the workers also after an error or Ctrl-C
             pool.join()
-        shutil.rmtree(tmp, ignore_errors=True)
-    labels.save(out / "labels.json")
-    manifest = {
-        "format": SHARD_FORMAT,
-        "block_size": block_size,
-        "num_shards": num_shards,
-        "val_fraction": val_fraction,
-        "split_seed": split_seed,
-        "seed": seed,
-        "limit_per_class": limit_per_class,
-        "recognized_only": recognized_only,
-        "source": [str(Path(f).resolve()) for f in files],
-        "files": {s: [shard_name(s, i, num_shards) for i in range(num_shards)] for s in splits},
-        "counts": {s: sum(c) for s, c in counts.items()},
-        "counts_per_shard": counts,
-        "counts_per_class": per_class,
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return manifest
+        shutil.rmtree(opts["tmp"], ignore_errors=True)
+    return counts, per_class
 
 
 def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], int], ReadReport | None]:
