@@ -104,6 +104,13 @@ WRONG = {
     "    tasks = [(c['task']['type'], c['task']['index']) for c in configs]\n"
     "    return [t for t in set(tasks) if tasks.count(t) > 1]",
     ("09_troubleshooting", "q3"): "def gradient_factor(n):\n    return 1",
+    ("10_communication", "q1"): "def ring_time(nbytes, n, rate, latency):  # whole gradient per step\n"
+    "    return 2 * (n - 1) * (latency + nbytes / rate)",
+    ("10_communication", "q2"): "def fit_link(sizes, seconds):  # the slope is not the rate\n"
+    "    slope, intercept = np.polyfit(sizes, seconds, 1)\n"
+    "    return intercept, slope",
+    ("10_communication", "q3"): "def comm_share(t_compute, nbytes, n, rate, latency):  # a ratio\n"
+    "    return ring_time(nbytes, n, rate, latency) / t_compute",
     ("12_model_parallelism", "q2"): "def zero1_bytes(n_params, n):  # ZeRO-3: everything sharded\n"
     "    return 16 * -(-n_params // n)",
     ("12_model_parallelism", "q3"): "def gpipe_bubble(p, m):\n    return (p - 1) / m",
@@ -155,7 +162,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 9, NAMES
+    assert len(MASTERS) >= 10, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
