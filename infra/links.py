@@ -1,7 +1,7 @@
 """A link of a virtual network: its rate and delay, how ``tc`` shapes it, the bytes it carried.
 
 The pure part (:func:`parse_rate`, :func:`parse_delay`, :func:`format_rate`,
-:func:`transfer_seconds`, :func:`check_transfer_fits`) needs nothing; :func:`shape` and
+:func:`transfer_seconds`) needs nothing; :func:`shape` and
 :func:`read_counters` run ``tc`` and ``ip`` inside a namespace. :mod:`infra.netns` builds the
 network out of these links (notebook 10 reaches everything here through it).
 """
@@ -112,34 +112,13 @@ def format_rate(bits_per_second: float | None) -> str:
 def transfer_seconds(nbytes: float, rate: str | float | None, delay: str | float | None = None) -> float:
     """The shortest time ``nbytes`` can take over one link: ``delay + 8·nbytes / rate``.
 
-    ``0`` bytes or an unshaped link (rate None) take ``delay``. Used in notebook 10 and by
-    :func:`check_transfer_fits`.
+    ``0`` bytes or an unshaped link (rate None) take ``delay``. Used in notebook 10.
     """
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     bits_per_second = parse_rate(rate)
     seconds = parse_delay(delay)
     return seconds if bits_per_second is None else seconds + 8 * nbytes / bits_per_second
-
-
-def check_transfer_fits(
-    nbytes: float, rate: str | float | None, timeout: float, delay: str | float | None = None
-) -> float:
-    """Raise ``ValueError`` when moving ``nbytes`` over the link cannot finish within ``timeout``.
-
-    Returns the shortest transfer time. Used before a run so that a too-slow link is a clear
-    error up front instead of a collective timeout minutes later (notebook 10).
-    """
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    seconds = transfer_seconds(nbytes, rate, delay)
-    if seconds > timeout:
-        raise ValueError(
-            f"at {format_rate(parse_rate(rate))} moving {nbytes / 1e6:.3g} MB takes at least {seconds:.0f} s, "
-            f"longer than the timeout of {timeout:g} s: raise the rate or the timeout, or send less"
-        )
-    return seconds
-
 
 
 # --------------------------------------------------------------------------------------------
