@@ -286,8 +286,3 @@ def activate() -> bool:
     elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnImport())
     return True
-
-
-def active() -> bool:
-    """True when this process runs the rehearsal (the patch is in place or will be on import)."""
-    return _patched or any(isinstance(f, _PatchOnImport) for f in sys.meta_path)
