@@ -111,6 +111,12 @@ WRONG = {
     "    return intercept, slope",
     ("10_communication", "q3"): "def comm_share(t_compute, nbytes, n, rate, latency):  # a ratio\n"
     "    return ring_time(nbytes, n, rate, latency) / t_compute",
+    ("11_slurm", "q1"): "def array_option(n_tasks, at_once):  # indices from 1\n"
+    "    return f'--array=1-{n_tasks}%{at_once}'",
+    ("11_slurm", "q2"): "def job_port(job_id):  # no modulo\n    return 20000 + job_id",
+    ("11_slurm", "q3"): "def slurm_tf_config(hostnames, procid, port):  # sorted names\n"
+    "    workers = [f'{h}:{port}' for h in sorted(hostnames)]\n"
+    "    return {'cluster': {'worker': workers}, 'task': {'type': 'worker', 'index': procid}}",
     ("12_model_parallelism", "q2"): "def zero1_bytes(n_params, n):  # ZeRO-3: everything sharded\n"
     "    return 16 * -(-n_params // n)",
     ("12_model_parallelism", "q3"): "def gpipe_bubble(p, m):\n    return (p - 1) / m",
@@ -162,7 +168,7 @@ def code_questions(built_dir: Path) -> list[str]:
 
 
 def test_there_are_assignments() -> None:
-    assert len(MASTERS) >= 10, NAMES
+    assert len(MASTERS) >= 11, NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
