@@ -4,7 +4,9 @@ Measures on this machine, in one process and one run (printed side by side):
 
 1. the input pipeline alone: examples/second of ``quickdraw.make_dataset`` (parse,
    render, batch, prefetch), read from the Kaggle-format CSVs and from TFRecord shards
-   made once by ``write_shards`` (into a temporary directory, removed at the end);
+   made once by ``write_shards`` (into a temporary directory, removed at the end), beside
+   the renderer alone in one thread (the same drawings, as many a call as the pipeline
+   draws); the rates measured before a change are in ``CHANGELOG.md``;
 2. the training step alone: examples/second of ``model.fit`` on one batch held in memory
    (``Dataset.from_tensors(batch).repeat()``, so no input work at all), for the
    capstone's models from ``utils.models``;
@@ -43,6 +45,26 @@ def rate_of_dataset(ds, batches: int, batch_size: int, per_call: int) -> float:
     for _ in range(batches):
         next(it)
     return batches * batch_size / (time.perf_counter() - start)
+
+
+def rate_of_renderer(source: Path, size: int, encoding: str, per_call: int, n: int = 4096) -> float:
+    """Drawings/second of the renderer alone, in this thread, on ``n`` drawings of ``source``
+    drawn ``per_call`` at a time as the pipeline's render map draws them: the yardstick
+    beside the pipeline's rate (the pipeline adds reading, batching and the hand-offs)."""
+    from itertools import islice
+
+    import cv2
+
+    import quickdraw as qd
+    from quickdraw.render import render_packed_batch
+
+    cv2.setNumThreads(1)
+    packed = [qd.pack_strokes(s) for s, _, _ in islice(qd.iter_examples(source), n)]
+    render_packed_batch(packed[:per_call], size, encoding=encoding)  # warm-up
+    start = time.perf_counter()
+    for i in range(0, len(packed), per_call):
+        render_packed_batch(packed[i : i + per_call], size, encoding=encoding)
+    return len(packed) / (time.perf_counter() - start)
 
 
 def rate_of_fit(model, ds, steps: int, batch_size: int) -> float:
@@ -99,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ds_csv = qd.make_dataset(source, split="train", **common)
         per_call = _drawings_per_call(bs, size * size * channels_of(args.encoding) * 4)  # float32 images
+        rows.append(("renderer alone, one thread (yardstick)", rate_of_renderer(source, size, args.encoding, per_call)))
         rows.append(("pipeline alone, from CSV files", rate_of_dataset(ds_csv, args.steps, bs, per_call)))
         if args.shards:
             t0 = time.perf_counter()
@@ -124,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'':50s} {'examples/s':>12s}")
     for name, rate in rows:
         print(f"{name:50s} {rate:12,.0f}")
-    pipe = rows[0][1]
+    pipe = rows[1][1]  # from CSV files
     for name, rate in rows:
         if name.startswith("train step alone"):
             verdict = "input-bound" if pipe < rate else "not input-bound"

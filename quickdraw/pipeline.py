@@ -62,7 +62,6 @@ from quickdraw.formats import (
 from quickdraw.labels import LabelMap, google_name
 from quickdraw.render import (
     POINT_BYTES,
-    aligned_array,
     channels_of,
     render_batch,
     render_packed_batch,
@@ -491,16 +490,18 @@ def _render(
     opts: PipelineOptions,
 ) -> tf.data.Dataset:
     """The render stage: a parallel map of a NumPy function (:func:`_image_maker`) that draws
-    each batch of the read stage into images."""
+    each batch of the read stage into ``uint8`` images (then ``float32`` in [0, 1] unless
+    ``opts.image_dtype`` is ``"uint8"``)."""
     import tensorflow as tf
 
     payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
     to_images = _image_maker(payload, augment, image_size, encoding, opts)
-    out_type = tf.float32 if opts.image_dtype == "float32" else tf.uint8
 
     def render_map(data: tf.Tensor | tuple[tf.Tensor, tf.Tensor], label: tf.Tensor, key: tf.Tensor):
         inputs = list(data) if isinstance(data, tuple) else [data]  # blocks: (points, lengths)
-        images = tf.numpy_function(to_images, inputs, out_type, stateful=bool(augment))
+        images = tf.numpy_function(to_images, inputs, tf.uint8, stateful=bool(augment))
+        if opts.image_dtype == "float32":
+            images = tf.cast(images, tf.float32) * (1.0 / 255.0)
         return tf.ensure_shape(images, [None, image_size, image_size, channels_of(encoding)]), label, key
 
     threads = opts.num_parallel_calls or tf.data.AUTOTUNE
@@ -636,33 +637,10 @@ def _image_maker(
     """The NumPy function that turns a batch of packed strokes (``payload="strokes"``), of
     shard blocks (``"blocks"``: two arguments, the blocks and their drawings' lengths) - both
     rendered, redrawn first when ``augment`` - or of bitmaps (``"bitmaps"``, resized) into
-    images of ``opts.image_dtype`` (``float32``: in [0, 1], :func:`_unit_float`)."""
+    ``uint8`` images."""
     import cv2
 
     cv2.setNumThreads(1)  # one OpenCV thread per call: tf.data already renders in parallel
-    to_uint8 = _uint8_image_maker(payload, augment, image_size, encoding, opts)
-    if opts.image_dtype == "uint8":
-        return to_uint8
-    return lambda *batch: _unit_float(to_uint8(*batch))
-
-
-_INV255 = np.float32(1.0 / 255.0)  # the float32 constant of tf.cast(img, tf.float32) * (1.0 / 255.0)
-
-
-def _unit_float(img: np.ndarray) -> np.ndarray:
-    """``uint8`` -> ``float32`` in [0, 1] in one NumPy pass, bit for bit what
-    ``tf.cast(img, tf.float32) * (1.0 / 255.0)`` gives (the product of two float32 numbers,
-    rounded once). The array is 64-byte aligned, so TensorFlow takes its buffer over instead
-    of copying it (:func:`quickdraw.render.aligned_array`)."""
-    out = aligned_array(img.shape, np.float32)  # every element written below
-    np.multiply(img, _INV255, out=out)
-    return out
-
-
-def _uint8_image_maker(
-    payload: str, augment: bool | Mapping[str, float], image_size: int, encoding: str, opts: PipelineOptions
-) -> Callable[..., np.ndarray]:
-    """The ``uint8`` images of :func:`_image_maker`."""
     style = dict(encoding=encoding, layout=opts.layout, line_width=opts.line_width)
     if augment:
         if payload == "bitmaps":

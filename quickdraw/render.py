@@ -33,9 +33,6 @@ Fidelity at 28x28 against Google's own bitmaps and speed against the Kaggle kern
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -233,61 +230,15 @@ def render_points_batch(
 
 
 def aligned_array(shape: tuple[int, ...], dtype: type = np.uint8, *, align: int = 64) -> np.ndarray:
-    """An uninitialised array, for a caller that writes every element, whose data start at a
-    multiple of ``align`` bytes: TensorFlow takes such an array, returned by a
-    ``tf.numpy_function``, over as the tensor's buffer instead of copying it (``TF_NewTensor``
-    copies misaligned data, tensorflow/c/tf_tensor.cc). The memory of a large one is reused from
-    an earlier array that nothing refers to any more (:func:`_free_memory`). Used by the renderer
-    and ``quickdraw.pipeline._unit_float``."""
+    """A new uninitialised array whose data start at a multiple of ``align`` bytes: TensorFlow
+    takes such an array, returned by a ``tf.numpy_function``, over as the tensor's buffer
+    instead of copying it (``TF_NewTensor`` copies misaligned data, tensorflow/c/tf_tensor.cc).
+    Used by the renderer and ``quickdraw.pipeline``."""
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
-    raw = _free_memory(nbytes + align)
+    raw = np.empty(nbytes + align, np.uint8)
     start = -raw.ctypes.data % align
     return raw[start : start + nbytes].view(dt).reshape(shape)
-
-
-# Large arrays handed to TensorFlow, kept for reuse: an array freed by TensorFlow goes back to
-# the C library, which gives its pages back to the system, so the next one page-faults on every
-# 4 KiB of it (issue 33's profile of the shard pipeline: 0.4-0.7 us a drawing for a render call's
-# 16 MiB). Every view of a kept array refers to it (NumPy's ``base``), so a kept array that
-# nothing else refers to is free.
-_KEPT: list[np.ndarray] = []
-_KEPT_MAX = 8  # arrays; a render call's images are 16 MiB at most (quickdraw.pipeline)
-_KEPT_MIN_BYTES = 1 << 20
-_KEPT_LOCK = threading.Lock()
-
-
-def _forget_kept_in_child() -> None:
-    """A forked child starts with no kept arrays and its own lock (another thread of the parent
-    may have held it at the fork)."""
-    global _KEPT_LOCK
-    _KEPT.clear()
-    _KEPT_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_kept_in_child)
-_PROBE = [np.empty(0)]
-_ONLY_IN_A_LIST = sys.getrefcount(_PROBE[0])  # what getrefcount says of an array held by a list alone
-del _PROBE
-
-
-def _free_memory(nbytes: int) -> np.ndarray:
-    """At least ``nbytes`` of uint8 memory: a kept array nothing else refers to, of up to twice
-    the size asked for, or a new one (kept, rounded up to whole MiB, while fewer than
-    :data:`_KEPT_MAX` are kept, else in place of the smallest free one)."""
-    if nbytes < _KEPT_MIN_BYTES:
-        return np.empty(nbytes, np.uint8)
-    with _KEPT_LOCK:
-        free = [i for i in range(len(_KEPT)) if sys.getrefcount(_KEPT[i]) == _ONLY_IN_A_LIST]
-        for i in free:
-            if nbytes <= _KEPT[i].nbytes <= 2 * nbytes:
-                return _KEPT[i]
-        raw = np.empty(-(-nbytes // _KEPT_MIN_BYTES) * _KEPT_MIN_BYTES, np.uint8)
-        if len(_KEPT) < _KEPT_MAX:
-            _KEPT.append(raw)
-        elif free:
-            _KEPT[min(free, key=lambda i: _KEPT[i].nbytes)] = raw
-        return raw
 
 
 _CHUNK = 128  # drawings per canvas: one polylines call per grey level, one dilation, one resize

@@ -448,22 +448,6 @@ def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
         class_sizes(5, 28)
 
 
-def test_unit_float_is_tensorflows_cast_and_scale_bit_for_bit() -> None:
-    """The pipeline turns uint8 images into [0, 1] in NumPy: every one of the 256 values is
-    the float32 that tf.cast(x, tf.float32) * (1.0 / 255.0) gives, and the array is 64-byte
-    aligned (TensorFlow copies a misaligned buffer, takes an aligned one over)."""
-    import tensorflow as tf
-
-    from quickdraw.pipeline import _unit_float
-
-    x = np.arange(256, dtype=np.uint8).reshape(4, 8, 8, 1)
-    got = _unit_float(x)
-    want = (tf.cast(x, tf.float32) * (1.0 / 255.0)).numpy()
-    assert got.dtype == np.float32 and got.shape == x.shape and got.ctypes.data % 64 == 0
-    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert not np.array_equal(got, x.astype(np.float64) / 255.0)  # the control: float64 rounds otherwise
-
-
 def _examples(batches: tuple[list, list, list]) -> collections.Counter:
     """The multiset of (image bytes, label, key_id) in collected batches (:func:`_collect`)."""
     return collections.Counter(

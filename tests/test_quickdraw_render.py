@@ -187,41 +187,12 @@ def test_threads_share_the_canvas_pool_safely() -> None:
     assert pooled and {id(b) for free in r._FREE.values() for b in free} == pooled  # reused, none new
 
 
-def test_large_outputs_reuse_memory_only_when_nothing_refers_to_it() -> None:
-    """The renderer's large outputs reuse memory of earlier ones (fresh pages cost the shard
-    pipeline page faults): never while any view of the earlier array lives, and an empty drawing
-    drawn into reused memory is black, not what the memory held."""
+def test_empty_drawings_in_a_large_batch_are_black() -> None:
+    """The output array is uninitialised memory: an empty drawing among many is black, and
+    the others are drawn as one by one."""
     from quickdraw.pipeline import pack_strokes
     from quickdraw.render import render_packed_batch
 
-    n = 300  # 300 x 64 x 64 bytes: more than the 1 MiB from which memory is kept
-    inked = render_packed_batch([pack_strokes(DRAWINGS[0])] * n, 64)
-    address, kept_view = inked.ctypes.data, inked[5:]
-    del inked
-    while_viewed = render_packed_batch([pack_strokes(DRAWINGS[0])] * n, 64)
-    assert while_viewed.ctypes.data != address and kept_view.max() == 255
-    del kept_view, while_viewed
-    mixed = render_packed_batch([b""] + [pack_strokes(DRAWINGS[0])] * (n - 1), 64)
-    assert mixed.ctypes.data == address  # the memory came back
-    assert mixed[0].max() == 0 and np.array_equal(mixed[1], render(DRAWINGS[0], 64))
-
-
-def test_a_forked_child_starts_with_no_kept_memory() -> None:
-    """A child forked while the parent keeps output memory starts with none (and a fresh lock)."""
-    import os
-    import sys
-
-    from quickdraw.pipeline import pack_strokes
-    from quickdraw.render import render_packed_batch
-
-    kept = sys.modules["quickdraw.render"]._KEPT
-    images = render_packed_batch([pack_strokes(DRAWINGS[0])] * 300, 64)
-    assert any(images.base is k for k in kept)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report what it keeps, then leave at once
-        os.write(write_end, str(len(kept)).encode())
-        os._exit(0)
-    os.close(write_end)
-    os.waitpid(pid, 0)
-    assert os.read(read_end, 16) == b"0" and kept
+    for _ in range(2):  # the second time, in memory the first batch may have left behind
+        mixed = render_packed_batch([b""] + [pack_strokes(DRAWINGS[0])] * 299, 64)
+        assert mixed[0].max() == 0 and np.array_equal(mixed[1], render(DRAWINGS[0], 64))

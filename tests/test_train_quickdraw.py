@@ -65,12 +65,12 @@ def test_render_threads_option() -> None:
 
 def test_unit_images_are_the_pipelines_float_images() -> None:
     """The step scales the uint8 batches it reads to exactly the float32 numbers make_dataset's
-    float images hold (all 256 values), so the models see what they saw before."""
-    from quickdraw.pipeline import _unit_float
-
+    float images hold (all 256 values): each the float32 product of x and 1/255, rounded once."""
     x = np.arange(256, dtype=np.uint8).reshape(4, 8, 8, 1)
     got = train_quickdraw.unit_images(x).numpy()
-    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), _unit_float(x).view(np.uint32))
+    want = x.astype(np.float32) * np.float32(1.0 / 255.0)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(got, x / 255.0)  # the control: float64 division rounds otherwise
 
 
 def test_help_runs_without_tensorflow() -> None:
