@@ -22,10 +22,7 @@ Local multi-worker runs (one OS process per task)::
         print(cluster.devices)       # {"worker:0": WorkerDevices(...), ...}
         result = cluster.wait(timeout=180)
 
-- ``target`` is a ``.py`` program (it gets ``args`` as its command line), or, for the notebook
-  that still defines its workers as functions (09), a self-contained function (imports inside
-  its body) whose source is copied into a temporary program and called with ``*args`` (JSON
-  values; paths arrive as strings).
+- ``target`` is a ``.py`` program; it gets ``args`` as its command line (``str`` of each).
 - ``tasks={"chief": 1, "worker": 2, "ps": 1}`` instead of ``num_workers`` for other shapes.
 - Each task gets ``TF_CONFIG`` (free localhost ports), the project on ``PYTHONPATH``,
   ``PYTHONUNBUFFERED=1``, ``TF_CPP_MIN_LOG_LEVEL=2``, ``COURSE_TASK`` (``"worker:0"``) and
@@ -65,8 +62,6 @@ until the kernel exits; :func:`in_process_servers` lists them.
 from __future__ import annotations
 
 import contextlib
-import inspect
-import json
 import os
 import re
 import shutil
@@ -77,7 +72,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -92,7 +87,7 @@ from utils.tfconfig import TASK_TYPES, make_tf_config, parse_task
 # TensorFlow's C++ log lines (I0000 00:00:... file.cc:12] ...) and absl's start-up notice.
 _NOISE_RE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:|WARNING: All log messages before absl)")
 
-Target = Union[str, "os.PathLike[str]", Callable[..., Any]]
+Target = Union[str, "os.PathLike[str]"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,29 +217,8 @@ class ClusterResult:
         raise KeyError(name)
 
 
-def _json_args(args: Sequence[Any]) -> str:
-    """A function target's arguments as JSON; paths become strings (as for a script target)."""
-
-    def path_or_error(value: Any) -> str:
-        if isinstance(value, os.PathLike):
-            return os.fspath(value)
-        raise TypeError(f"a worker function's arguments must be JSON values or paths, got {value!r}")
-
-    return json.dumps(list(args), default=path_or_error)
-
-
-def _target_command(target: Target, args: Sequence[Any], workdir: Path) -> list[str]:
-    """The argv (after the interpreter) that runs ``target`` with ``args``."""
-    if callable(target):  # a self-contained function (notebook 09's workers): its source, copied
-        name = getattr(target, "__qualname__", getattr(target, "__name__", None))
-        if not name or "<" in name or "." in name:
-            raise ValueError("target must be a named top-level function, not a lambda/closure/method")
-        script = workdir / f"{name}.py"
-        script.write_text(
-            textwrap.dedent(inspect.getsource(target))
-            + f"\n\nif __name__ == '__main__':\n    import json, sys\n\n    {name}(*json.loads(sys.argv[1]))\n"
-        )
-        return [str(script), _json_args(args)]
+def _target_command(target: Target, args: Sequence[Any]) -> list[str]:
+    """The argv (after the interpreter) that runs the program ``target`` with ``args``."""
     path = Path(target)
     if not path.is_absolute():  # relative to this process's working directory, else the project
         path = path.resolve() if path.exists() else PROJECT_ROOT / path
@@ -347,7 +321,7 @@ class LocalCluster:
         # folder and the tasks
         self._lifetime = Lifetime(self.stop, "infra.cluster:_remove_after_owner", [str(self._workdir)])
         try:
-            command = [self.python, *_target_command(self.target, self.args, self._workdir)]
+            command = [self.python, *_target_command(self.target, self.args)]
             # a killed task cannot run its atexit clean-up (TensorFlow's autograph files, the
             # workers' own temporary folders): they go in the folder that stop() removes
             (self._workdir / "tmp").mkdir()
