@@ -376,7 +376,7 @@ class PipelineOptions:
     seed: int | None = 42  # the shuffle's and the augmentation's
     shuffle_buffer: int = 4096  # drawings
     num_parallel_calls: int | None = None  # render threads (None: tf.data autotunes them)
-    render_call_drawings: int = 4096  # at most this many drawings a render call, then rebatched
+    render_call_drawings: int = 2048  # at most this many drawings a render call, then rebatched
     cycle_length: int | None = None  # files read in turn (default: every class file, 4 shards)
     deterministic: bool = True  # the same batches in the same order for the same seed
 
@@ -453,7 +453,7 @@ def make_dataset(
 _RENDER_CALL_BYTES = 16 << 20  # one render call's images at most (CHANGELOG.md: issue 33)
 
 
-def _drawings_per_call(batch_size: int, image_bytes: int, most: int = 4096) -> int:
+def _drawings_per_call(batch_size: int, image_bytes: int, most: int = PipelineOptions.render_call_drawings) -> int:
     """The drawings of one render call: a whole number of batches, at most ``most`` and
     16 MiB of images, at least one batch (every call of a ``tf.numpy_function`` costs a
     fixed amount: several batches a call, cut into batches again by ``rebatch``)."""
