@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if way == "plain":  # frozen-epochs: on purpose
             model.fit(train_ds, validation_data=val_ds, epochs=args.epochs, callbacks=[clock], verbose=0)
-        else:
+        else:  # frozen-epochs: on purpose (--validation measures validation_data's per-epoch wait)
             model.fit(
                 train_ds.repeat(),
                 steps_per_epoch=steps,
