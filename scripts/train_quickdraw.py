@@ -549,6 +549,7 @@ def run_epochs(args: argparse.Namespace, trainer: Trainer, plan: DataPlan, datas
         progress.examples += (progress.step - first) * plan.global_batch
         ckpts.save(trainer.optimizer)
         row = epoch_row(trainer, plan, epoch, progress.step, seconds, (progress.step - first) * plan.global_batch)
+        # frozen-epochs: on purpose: history.json scores every epoch (a validation iterator an epoch)
         history.append({**row, **trainer.evaluate(val_ds)})
         say_epoch(say, history[-1])
         if is_chief and ckpts.directory is not None:
