@@ -117,10 +117,10 @@ def test_lecture_figures_count_visible_cells_only(tmp_path: Path) -> None:
 
     f = lecture(_lecture_notebook(tmp_path))
     assert f["cells"] == 9  # setup and check cells left out; the program counted as a cell
-    assert f["median"] == 3  # of 4, 1, 31, 2, 31, 31, 1, 1 lines — the program apart
-    assert f["over 30"] == [8, 13, 14] and f["programs"] == [(9, 61)] and f["program"] == 61
+    assert f["median"] == 4  # of 4, 1, 31, 62, 2, 31, 31, 1, 1 lines — the program included
+    assert f["over 30"] == [8, 13, 14] and f["programs"] == [(9, 62)] and f["program"] == 62
     assert f["long lines"] == [(3, 3), (6, 3)] and f["setup long lines"] == 1  # check and setup cells too
-    assert f["overview"] == 4  # non-blank lines, the heading not counted
+    assert f["overview"] == 8  # every line of the cell, heading and blank lines included
     assert f["asserts"] == {"visible": 62, "check": 2}  # the program's asserts are visible ones
     assert sorted(w for _, w in f["words"]) == ["CI", "harness", "smoke"]  # code spans and blocks apart
     assert f["core slides"] == 5  # title, Overview, Setup (no slide type given: an H2), §1, the H3
@@ -132,11 +132,11 @@ def test_rules_name_what_is_broken(tmp_path: Path) -> None:
     problems = violations(_lecture_notebook(tmp_path))
     text = "\n".join(problems)
     assert "3 visible code cells over 30 lines > 2 (cells [8, 13, 14])" in text
-    assert "%%writefile programs over 60 lines: cells 9 (61)" in text
+    assert "%%writefile programs over 60 lines: cells 9 (62)" in text
     assert "2 code lines over 99 characters (cells [3, 6]) — 1 in the setup cell" in text
     assert "machinery words" in text and "median" not in text and "Overview" not in text
     good = _cells(tmp_path, [
-        _md("## Overview\n\n" + "line\n" * 12),
+        _md("## Overview\n\n" + "line\n" * 10),  # 12 lines: the bound
         _code(SETUP.replace("x" * 90, "")),
         _md("## 1 · Core\n\nThe course's ring is not the course's machinery… but the words are held anyway.\n"),
         _code("a = 1\n"),

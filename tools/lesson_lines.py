@@ -26,14 +26,14 @@ its slot. Over the **visible** code cells — every code cell but the setup cell
 cells (tagged ``check``: folded away, slides skip them):
 
 * ``cells``: visible code cells; ``median``: their median length in lines, ``%%writefile``
-  programs apart (a cell's lines: all lines of its source, blank ones inside included, leading
-  and trailing blank lines not);
+  programs included (a cell's lines: all lines of its source, its magic line and blank ones
+  inside included, leading and trailing blank lines not);
 * ``>30``: visible cells over 30 lines, programs apart; ``prog``: the longest ``%%writefile``
-  program's lines (its magic line not counted);
+  program's lines (its magic line counted);
 * ``>99``: code lines over 99 characters in *every* code cell (check cells, programs and the
   setup cell included; ``(setup N)`` says how many of them are the setup cell's, which is the
   same in every notebook and changes in all of them at once);
-* ``overview``: the non-blank lines of the ``## Overview`` Markdown cell, its heading not counted;
+* ``overview``: the lines of the ``## Overview`` Markdown cell, its heading and blank lines counted;
 * ``asserts``: assert statements in visible cells (programs included) / in check cells —
   together the notebook's guarded claims;
 * ``words``: words about the course's machinery in the Markdown prose, code spans and code blocks
@@ -86,11 +86,11 @@ CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 ASSERT_LINE = re.compile(r"^\s*assert\b", re.M)
 LONG_LINE = 99
 RULES = {  # issue 45, items 2 and 3: the most a notebook may have
-    "median": 8,  # median visible code cell, lines (programs apart)
+    "median": 8,  # median visible code cell, lines (programs included)
     "over 30": 2,  # visible code cells over 30 lines (programs apart)
     "program": 60,  # lines of each %%writefile program
     "long lines": 0,  # code lines over 99 characters, anywhere
-    "overview": 12,  # lines of the Overview, its heading not counted
+    "overview": 12,  # lines of the Overview cell, heading and blank lines included
     "words": 0,  # machinery words in the prose
 }
 
@@ -157,11 +157,9 @@ def is_program(source: str) -> bool:
 
 
 def shown_lines(source: str) -> list[str]:
-    """A cell's lines as a reader sees them: leading and trailing blank lines dropped; a
-    ``%%writefile`` cell's magic line dropped too (the program's own lines remain)."""
+    """A cell's lines as a reader sees them: leading and trailing blank lines dropped (a
+    ``%%writefile`` cell's magic line is one of its lines)."""
     lines = source.strip("\n").splitlines()
-    if lines and is_program(lines[0]):
-        lines = lines[1:]
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():
@@ -188,11 +186,11 @@ def count_asserts(source: str) -> int:
 
 
 def overview_lines(cells: list[dict[str, Any]]) -> int | None:
-    """Non-blank lines of the ``## Overview`` cell, the heading not counted (None: no Overview)."""
+    """Lines of the ``## Overview`` cell, heading and blank lines included (None: no Overview)."""
     for cell in cells:
         text = _text(cell).strip()
         if cell.get("cell_type") == "markdown" and re.match(r"##\s+Overview\b", text):
-            return sum(1 for line in text.splitlines()[1:] if line.strip())
+            return len(text.splitlines())
     return None
 
 
@@ -236,7 +234,7 @@ def lecture(path: Path) -> dict[str, Any]:
             continue
         n = len(shown_lines(source))
         (programs if is_program(source) else visible).append((index, n))
-    sizes = [n for _, n in visible]
+    sizes = [n for _, n in visible + programs]
     return {
         "cells": len(visible) + len(programs),
         "median": statistics.median(sizes) if sizes else 0,
