@@ -197,7 +197,15 @@ def xplane_files(logdir: str | Path) -> list[Path]:
     return sorted(runs[-1].glob("*.xplane.pb"))
 
 
-def _events(space: Any) -> Iterator[tuple[str, str, int, int, dict[str, Any]]]:
+def trace_spaces(logdir: str | Path) -> Iterator[Any]:
+    """The parsed ``XSpace`` of each ``.xplane.pb`` file of the newest profiling run under ``logdir``."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    for path in xplane_files(logdir):
+        yield xplane_pb2.XSpace.FromString(path.read_bytes())
+
+
+def trace_events(space: Any) -> Iterator[tuple[str, str, int, int, dict[str, Any]]]:
     """(plane, event name, start ps, end ps, stats) of every event of an XSpace."""
     for plane in space.planes:
         names = plane.event_metadata
@@ -225,15 +233,11 @@ def read_trace(logdir: str | Path, step_name: str = "train") -> list[StepBreakdo
     idle). Replicas that run at the same time are counted once (a union of intervals).
     Reads the XSpace protocol buffer with the definitions TensorFlow ships; used in notebook 08.
     """
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     steps: list[tuple[int, int, int]] = []
     kinds: dict[str, list[tuple[int, int]]] = {"allreduce": [], "input": [], "compute": []}
     collectives: list[tuple[int, int, int | None]] = []  # (start, end, instance_key) of each collective op
-    for path in xplane_files(logdir):
-        space = xplane_pb2.XSpace()
-        space.ParseFromString(path.read_bytes())
-        for plane, name, start, end, stats in _events(space):
+    for space in trace_spaces(logdir):
+        for plane, name, start, end, stats in trace_events(space):
             if name == step_name and "step_num" in stats:
                 steps.append((int(stats["step_num"] or 0), start, end))
                 continue

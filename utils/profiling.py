@@ -6,14 +6,14 @@ all-reduces DTensor inserts (§4), which no Python graph shows (DTensor adds the
 
 from __future__ import annotations
 
-import glob
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
 from tensorflow.experimental import dtensor
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+from utils.perf import trace_events, trace_spaces
 
 
 def wait_for(*outputs: Any) -> None:
@@ -24,14 +24,7 @@ def wait_for(*outputs: Any) -> None:
 
 
 def _trace_names(logdir: str) -> set[str]:
-    names: set[str] = set()
-    for path in glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True):
-        with open(path, "rb") as f:
-            space = xplane_pb2.XSpace.FromString(f.read())
-        for plane in space.planes:
-            for line in plane.lines:
-                names |= {plane.event_metadata[e.metadata_id].name for e in line.events}
-    return names
+    return {name for space in trace_spaces(logdir) for _, name, *_ in trace_events(space)}
 
 
 def executed_ops(fn: Callable[..., Any], *args: Any, max_sessions: int = 10) -> set[str]:
