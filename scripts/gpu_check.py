@@ -105,20 +105,20 @@ def tensorflow_build(timeout: float = 300) -> dict[str, Any]:
     code = ("import json, tensorflow as tf; b = tf.sysconfig.get_build_info(); "
             "print(json.dumps({'version': tf.__version__, 'cuda': b.get('cuda_version'), 'cudnn': b.get('cudnn_version'), "
             "'gpus_seen': len(tf.config.list_physical_devices('GPU'))}))")
-    result = run_python(code, timeout=timeout)
-    if result.timed_out:
-        return {"error": f"importing TensorFlow took longer than {timeout:.0f} s"}
-    if not result.ok:
-        return {"error": result.tail(1)}
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return _probe(code, "importing TensorFlow", timeout)
 
 
 def gpu_facts(timeout: float = 300) -> dict[str, Any]:
     """What this machine's GPU 0 does where the CPU run differs (keys of :data:`GPU_DIFFERENCES`),
     measured in a fresh process; ``{"error": ...}`` when it cannot run, never an exception."""
-    result = run_python(_FACTS_CODE, timeout=timeout)
+    return _probe(_FACTS_CODE, "the GPU probe", timeout)
+
+
+def _probe(code: str, what: str, timeout: float) -> dict[str, Any]:
+    """Run ``code`` in a fresh Python: the JSON of its last printed line, or ``{"error": ...}``."""
+    result = run_python(code, timeout=timeout)
     if result.timed_out:
-        return {"error": f"the GPU probe took longer than {timeout:.0f} s"}
+        return {"error": f"{what} took longer than {timeout:.0f} s"}
     if not result.ok:
         return {"error": result.tail(1)}
     return json.loads(result.stdout.strip().splitlines()[-1])
