@@ -203,6 +203,52 @@ def test_generate_translates_comments_and_markdown_only() -> None:
     assert "/blob/main/notebooks/zh/01_y.ipynb" in md
 
 
+PRINTING = """import matplotlib.pyplot as plt
+table = {"step time": 3.0}
+print(f"one step takes {table['step time']:.1f} s", "on 2 cores")
+print(table["step time"], ", ")
+plt.title("Loss per step")
+plt.plot([1], label=f"{len(table)} workers")
+"""
+
+
+def test_printed_literals_are_the_lesson_text_only() -> None:
+    """print's and the plot labels' own string literals; not keys, separators or programs."""
+    found = [p.text for p in i18n.printed_literals(PRINTING)]
+    assert found == ["f\"one step takes {table['step time']:.1f} s\"", '"on 2 cores"',
+                     '"Loss per step"', 'f"{len(table)} workers"']
+    assert i18n.printed_literals("%%writefile w.py\nprint('the result')\n") == []
+    assert i18n.printed_literals("%%bash\necho 'not python'\n") == []
+
+
+def test_printed_literals_translate_with_their_fields_kept() -> None:
+    usable = {("b#printed", "f\"one step takes {table['step time']:.1f} s\""):
+              "f\"一步用时 {table['step time']:.1f} 秒\"",
+              ("b#printed", '"Loss per step"'): '"每一步的损失"'}
+    zh = i18n.translate_printed(PRINTING, usable, "b")
+    assert "print(f\"一步用时 {table['step time']:.1f} 秒\", \"on 2 cores\")" in zh
+    assert 'plt.title("每一步的损失")' in zh and 'print(table["step time"], ", ")' in zh
+    assert code_tokens(zh) == code_tokens(PRINTING)  # the same code, the printed text apart
+    assert code_tokens(PRINTING.replace("2 cores", "3 cores")) == code_tokens(PRINTING)
+    assert code_tokens(PRINTING.replace(":.1f}", ":.2f}")) != code_tokens(PRINTING)
+    for wrong, why in [("f\"一步用时 {table['step time']:.2f} 秒\"", "fields differ"),
+                       ("\"一步用时", "not a Python string literal"), ("len(x)", "not a single")]:
+        key = ("b#printed", "f\"one step takes {table['step time']:.1f} s\"")
+        with pytest.raises(ValueError, match=why):
+            i18n.translate_printed(PRINTING, {key: wrong}, "b")
+
+
+def test_the_chinese_font_has_every_printed_character() -> None:
+    """The font utils.figures gives matplotlib draws every Chinese character the catalogs print."""
+    from fontTools.ttLib import TTFont
+
+    from tools import cjk_font
+
+    cmap = TTFont(cjk_font.FONT).getBestCmap()
+    missing = "".join(sorted(c for c in cjk_font.needed_characters() if ord(c) not in cmap))
+    assert not missing, f"utils/fonts lacks {missing!r}: run `python -m tools.cjk_font`"
+
+
 def test_soft_breaks_between_chinese_characters_are_joined() -> None:
     text = "第一行\n第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"
     assert i18n.join_soft_breaks(text) == "第一行第二行，\n`code` 和\nEnglish\n\n* 列表\n* 二\n\n```\n代码\n代码\n```"

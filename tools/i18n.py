@@ -5,7 +5,9 @@
 * **Catalogs** (gettext ``.po`` through polib, one per English notebook:
   ``i18n/zh_CN/<stem>.po``; format in ``i18n/README.md``): one entry per Markdown cell
   (msgctxt = the cell id, msgid = its whole source) and one per distinct code comment
-  (msgctxt = ``<id>#comment``, msgid = the comment's text).
+  (msgctxt = ``<id>#comment``, msgid = the comment's text), and one per distinct printed
+  literal (msgctxt = ``<id>#printed``, msgid = the literal as written, quotes and all: the text a
+  cell prints or plots as its lesson, see :func:`printed_literals`).
 * **update**: the entries the English notebooks have now are merged into their catalogs: new
   ones are added empty; an entry whose English changed keeps its old translation as *fuzzy*,
   with the English it translated as ``#| msgid`` (so the translator sees what changed);
@@ -13,8 +15,8 @@
 * **report**: per notebook, the missing, untranslated and stale (fuzzy) entries, and the
   notebooks without a catalog (the ones in :data:`PENDING` are expected: "not yet translated").
 * **generate**: ``notebooks/zh/<name>.ipynb`` for every notebook with a catalog: the English
-  notebook with each Markdown cell replaced by its translation and each code comment by its
-  translation, nothing else in the code changed; links made right for ``notebooks/zh/``.
+  notebook with each Markdown cell, code comment and printed literal replaced by its
+  translation, nothing else in the code changed (a printed literal keeps its {…} fields); links made right for ``notebooks/zh/``.
   An entry that is missing, empty or fuzzy leaves the English in place (the report and
   ``tests/test_i18n.py`` say where).
 * **readme**: README.zh.md is written by hand; it records a fingerprint of what it translates
@@ -27,6 +29,7 @@ Project tooling, not used inside notebooks; ``tests/test_i18n.py`` checks its ou
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import difflib
 import io
@@ -63,7 +66,7 @@ ZH_HEADER = {
 
 @dataclass(frozen=True)
 class Entry:
-    """One translatable text of a notebook: a Markdown cell or a code comment."""
+    """One translatable text of a notebook: a Markdown cell, a code comment or a printed literal."""
 
     msgctxt: str
     msgid: str
@@ -98,9 +101,106 @@ def comment_tokens(code: str, where: str = "cell") -> list[tokenize.TokenInfo]:
 
 def code_signature(code: str, where: str = "cell") -> tuple[list[tuple[int, str]], list[str]]:
     """What must not change between the English and the Chinese cell: the tokens without the
-    comments, and the magic and shell lines (which are not Python)."""
+    comments, each printed literal reduced to its {…} fields, and the magic and shell lines
+    (which are not Python)."""
     magics = [line for line in code.split("\n") if line.lstrip().startswith(("%", "!"))]
-    return [(t.type, t.string) for t in _tokens(code, where) if t.type != tokenize.COMMENT], magics
+    printed = printed_literals(code)
+    tokens: list[tuple[int, str]] = []
+    for token in _tokens(code, where):
+        inside = next((p for p in printed if p.start <= token.start < p.end), None)
+        if inside is not None:  # a printed literal: its translation may differ, not its fields
+            if token.start == inside.start:
+                tokens.append((-1, inside.fields))
+        elif token.type != tokenize.COMMENT:
+            tokens.append((token.type, token.string))
+    return tokens, magics
+
+
+# What a notebook prints or plots as its lesson: the string literals passed straight to these
+# calls (print's arguments, plot titles and axis labels). Other literals (dictionary keys, column
+# names, file names, programs' output that a cell parses) stay as they are.
+PRINTING_CALLS = {"print", "title", "suptitle", "set_title", "xlabel", "ylabel", "set_xlabel",
+                  "set_ylabel"}
+PRINTING_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+_WORD = re.compile(r"[^\W\d_]{2,}|[\u4e00-\u9fff]")  # a word, or a Chinese character
+
+
+@dataclass(frozen=True)
+class Printed:
+    """One printed string literal of a code cell: its source text and where it is."""
+
+    text: str
+    start: tuple[int, int]  # (line, column) as tokenize counts them: lines from 1
+    end: tuple[int, int]
+    fields: str  # the f-string's replacement fields, which a translation must keep
+
+
+def _literal_fields(node: ast.expr) -> str:
+    """The replacement fields of an f-string (``ast.dump``), "" for a plain string."""
+    values = node.values if isinstance(node, ast.JoinedStr) else []
+    return repr([ast.dump(v) for v in values if isinstance(v, ast.FormattedValue)])
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string literal with words in it (not "", ", " or a lone format field), in either language."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return bool(_WORD.search(node.value))
+    if isinstance(node, ast.JoinedStr):
+        parts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+        return bool(_WORD.search("".join(parts)))
+    return False
+
+
+def printed_literals(code: str) -> list[Printed]:
+    """The string literals of a code cell that are printed or plotted text, in source order.
+
+    ``%%writefile`` programs have none: what a program prints is read by the cell that runs it.
+    A cell that is not Python (``%%bash``) has none either."""
+    if code.lstrip().startswith("%%writefile"):
+        return []
+    blanked = _blank_magics(code)
+    try:
+        tree = ast.parse(blanked)
+    except SyntaxError:
+        return []
+    nodes = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+        if name in PRINTING_CALLS:
+            nodes.extend(call.args)
+        nodes.extend(k.value for k in call.keywords if k.arg in PRINTING_KEYWORDS)
+    found = []
+    for node in nodes:
+        if _is_text(node) and node.end_lineno is not None:
+            text = ast.get_source_segment(blanked, node)
+            start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+            found.append(Printed(text, _columns(blanked, start), _columns(blanked, end),
+                                 _literal_fields(node)))
+    return sorted(found, key=lambda p: p.start)
+
+
+def _columns(code: str, position: tuple[int, int]) -> tuple[int, int]:
+    """ast's (line, UTF-8 byte offset) as (line, character offset), as tokenize counts."""
+    line, offset = position
+    text = code.split("\n")[line - 1]
+    return line, len(text.encode("utf-8")[:offset].decode("utf-8"))
+
+
+def literal_problem(english: Printed, chinese: str) -> str | None:
+    """Why ``chinese`` cannot replace the printed literal ``english`` (None: it can)."""
+    try:
+        node = ast.parse(chinese.strip(), mode="eval").body
+    except SyntaxError as error:
+        return f"not a Python string literal ({error.msg})"
+    if not isinstance(node, (ast.Constant, ast.JoinedStr)) or (
+        isinstance(node, ast.Constant) and not isinstance(node.value, str)
+    ):
+        return "not a single string literal"
+    if _literal_fields(node) != english.fields:
+        return "its {…} fields differ from the English ones"
+    return None
 
 
 def comment_text(token: tokenize.TokenInfo) -> str | None:
@@ -112,7 +212,8 @@ def comment_text(token: tokenize.TokenInfo) -> str | None:
 
 
 def extract(nb: dict, name: str = "notebook") -> list[Entry]:
-    """The entries of a notebook, in cell order: Markdown cells whole, then each distinct comment."""
+    """The entries of a notebook, in cell order: Markdown cells whole; in code cells each distinct
+    comment, then each distinct printed literal (:func:`printed_literals`)."""
     entries: list[Entry] = []
     for index, cell in enumerate(nb["cells"]):
         cell_id = cell.get("id")
@@ -127,6 +228,8 @@ def extract(nb: dict, name: str = "notebook") -> list[Entry]:
                 if text is not None and text not in seen:
                     seen.add(text)
                     entries.append(Entry(f"{cell_id}#comment", text))
+            for text in dict.fromkeys(p.text for p in printed_literals(source(cell))):
+                entries.append(Entry(f"{cell_id}#printed", text))
     return entries
 
 
@@ -149,7 +252,7 @@ def _closest(entry: Entry, candidates: list[polib.POEntry]) -> polib.POEntry | N
     same = [c for c in candidates if c.msgctxt == entry.msgctxt and c.msgstr]
     if not same:
         return None
-    if not entry.msgctxt.endswith("#comment"):
+    if "#" not in entry.msgctxt:
         return same[0]  # one Markdown entry per cell: the cell's old text
     best = max(same, key=lambda c: difflib.SequenceMatcher(None, c.msgid, entry.msgid).ratio())
     return best if difflib.SequenceMatcher(None, best.msgid, entry.msgid).ratio() >= 0.5 else None
@@ -218,7 +321,8 @@ def problems(nb: dict, po: polib.POFile, name: str = "notebook") -> list[str]:
     by_key = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
     found = []
     for entry in extract(nb, name):
-        what = "comment" if entry.msgctxt.endswith("#comment") else "Markdown cell"
+        what = {"comment": "comment", "printed": "printed text"}.get(
+            entry.msgctxt.partition("#")[2], "Markdown cell")
         cell = entry.msgctxt.split("#")[0]
         first = entry.msgid.strip().split("\n")[0][:60]
         if (entry.msgctxt, entry.msgid) in usable:
@@ -492,6 +596,22 @@ def chinese_quotes(markdown: str) -> str:
     return re.sub("\ue000(\\d+)\ue001", lambda m: kept[int(m.group(1))], text)
 
 
+def translate_printed(code: str, usable: dict[tuple[str, str], str], cell_id: str) -> str:
+    """``code`` with every translated printed literal replaced; raises if a translation is not a
+    string literal with the English one's {…} fields."""
+    lines = code.split("\n")
+    for literal in reversed(printed_literals(code)):  # from the end: earlier positions stay valid
+        chinese = usable.get((f"{cell_id}#printed", literal.text))
+        if chinese is None or chinese == literal.text:
+            continue
+        problem = literal_problem(literal, chinese)
+        if problem:
+            raise ValueError(f"cell {cell_id}: the translation of {literal.text!r}: {problem}")
+        (first, start), (last, end) = literal.start, literal.end
+        lines[first - 1 : last] = (lines[first - 1][:start] + chinese.strip() + lines[last - 1][end:]).split("\n")
+    return "\n".join(lines)
+
+
 def lines_of(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
@@ -507,7 +627,7 @@ def generate_notebook(nb: dict, po: polib.POFile, translated: set[str]) -> dict:
             new = text if chinese is None else chinese_quotes(join_soft_breaks(chinese))
             new = rewrite_links(new, translated)
         elif cell["cell_type"] == "code":
-            new = translate_comments(text, usable, cell["id"])
+            new = translate_comments(translate_printed(text, usable, cell["id"]), usable, cell["id"])
         else:
             continue
         cell["source"] = lines_of(new)

@@ -27,6 +27,16 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["plot_ring_steps", "plot_timelines", "save_fig", "use_course_style"]
 
 _chapter: int | None = None
+_CHINESE_FONT = Path(__file__).parent / "fonts" / "NotoSansCJKsc-course.otf"
+
+
+def _chinese_font() -> str:
+    """Register the Chinese font the course ships (the Chinese edition's plot labels; made by
+    tools/cjk_font.py) with matplotlib and return its family name."""
+    from matplotlib import font_manager
+
+    font_manager.fontManager.addfont(str(_CHINESE_FONT))
+    return font_manager.FontProperties(fname=str(_CHINESE_FONT)).get_name()
 
 
 def use_course_style(chapter: int | None = None) -> None:
@@ -38,6 +48,7 @@ def use_course_style(chapter: int | None = None) -> None:
     _chapter = chapter
     mpl.rcParams.update(
         {
+            "font.family": ["sans-serif", _chinese_font()],  # Chinese characters: the fallback
             "figure.figsize": (7, 4),
             "figure.dpi": 100,
             "axes.grid": True,
