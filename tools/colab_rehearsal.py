@@ -18,12 +18,14 @@ set (built by tools/setup_colab_env.sh into the course cache: Python 3.13, Tenso
 3.13.2), of which each run takes a fresh copy. First a session in which TensorFlow was already imported runs
 notebook 00's setup cell: ``infra.colab.install`` must really replace TensorFlow 2.20 by 2.21 with
 pip (from the package index or pip's cache) and ask for the restart, naming what it replaced.
-Then, as after *Restart session*, notebook 00 runs in a fresh kernel, and notebooks 00 and 04 as on
+Then, as after *Restart session*, the Chinese notebook 00 runs in a fresh kernel, and notebooks 00 and 04 as on
 Colab's GPU runtime: under the one-GPU rehearsal (a T4; the CPU wheel stands in for
 ``tensorflow[and-cuda]``). ``make test`` runs these two in no other T4 rehearsal: their CPU
 branches run in its main stream.
 ``make test`` runs the faithful rehearsal when that environment can be built, else the simple one
 (tools/run_tests.sh).
+After the restart the Chinese 00 runs (``CHINESE_SESSION``): it must print its lesson in Chinese
+and draw its figure without a missing glyph (the Chinese font ``utils.figures`` registers).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ("00_course_overview.ipynb", "02_strategy_apis.ipynb")
 FAITHFUL_NOTEBOOKS = ("00_course_overview.ipynb", "04_keras_distributed_training.ipynb")
+CHINESE = "zh/00_course_overview.ipynb"  # after the restart: the Chinese edition, its output read
 ONE_GPU = "1x15360@7.5:Tesla T4"
 # A student's first cell in a session that already has Colab's TensorFlow loaded, then the setup cell.
 FIRST_SESSION = """
@@ -57,6 +60,37 @@ printed = [o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "s
 print("RESULT", json.dumps({"first cell": "".join(printed).strip(),
                             "errors": [o.ename for o in errors], "message": " ".join(o.evalue for o in errors)}))
 """
+
+# The Chinese notebook in a fresh kernel; its outputs read: Chinese printed, no glyph missing.
+CHINESE_SESSION = """
+import json, re, sys
+import nbformat
+from nbclient import NotebookClient
+
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=1800, allow_errors=True, kernel_name="python3").execute()
+outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+print("RESULT", json.dumps({"errors": [o.ename for o in outputs if o.output_type == "error"],
+                            "chinese lines": len(re.findall(r"(?m)^.*[\u4e00-\u9fff].*$", text)),
+                            "figures": sum("image/png" in o.get("data", {}) for o in outputs),
+                            "missing glyphs": len(re.findall(r"Glyph \\d+ .* missing", text))}))
+"""
+
+
+def chinese_run(python: str, content: Path, env: dict[str, str]) -> int:
+    """The Chinese 00 in a fresh kernel: no error, Chinese printed, its figure, no missing glyph."""
+    notebook = content / Path(CHINESE).name.replace(".ipynb", ".zh.ipynb")
+    run = subprocess.run([python, "-c", CHINESE_SESSION, str(notebook)], cwd=content, env=env,
+                         capture_output=True, text=True)
+    result = next((json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")), None)
+    print(f"colab rehearsal: the Chinese 00 ran: {result}", flush=True)
+    good = result and not result["errors"] and result["chinese lines"] >= 3 and result["figures"] >= 1
+    if not good or result["missing glyphs"]:
+        print("colab rehearsal: expected Chinese lines, a figure, no error and no missing glyph\n"
+              + run.stderr[-2000:])
+        return 1
+    return 0
 
 
 def snapshot_repository(source: Path, bare: Path) -> str:
@@ -118,7 +152,7 @@ def faithful(base: Path, work: Path, content: Path, env: dict[str, str]) -> int:
     if f"tensorflow {before} → {after}" not in result["message"]:
         print("colab rehearsal (faithful): the restart message does not name the TensorFlow it replaced")
         return 1
-    code = run_nbval(python, [FAITHFUL_NOTEBOOKS[0]], content, env)  # after Runtime → Restart session
+    code = chinese_run(python, content, env)  # after Runtime → Restart session: the Chinese 00
     if code == 0:  # on Colab's GPU runtime, the one a GPU course is run on: its T4 rehearsed
         code = run_nbval(python, list(FAITHFUL_NOTEBOOKS), content, {**env, "COURSE_REHEARSE_GPUS": ONE_GPU})
     if installed(str(base / "bin" / "python"), "tensorflow") != before:  # the copy's links shared a changed file
@@ -152,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         content.mkdir()
         for name in args.notebooks:
             shutil.copy(args.source / "notebooks" / name, content / name)
+        if args.faithful:  # as Colab opens notebooks/zh/00_…: the same name, here beside the English
+            shutil.copy(args.source / "notebooks" / CHINESE, content / Path(CHINESE).name.replace(".ipynb", ".zh.ipynb"))
         env = {
             **os.environ,
             **stand_in_colab(work),

@@ -22,7 +22,7 @@
 #
 #   tools/run_tests.sh [all]     everything, as above (make test)
 #   tools/run_tests.sh unit      ruff, then the unit tests (make test-unit)
-#   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00 and 02, and the Colab
+#   tools/run_tests.sh notebooks notebooks 00-06, 08-12, the Chinese 00, 02, 09 and 12, the Colab
 #                                rehearsal (make test-notebooks)
 #   tools/run_tests.sh rehearsals the GPU rehearsals only (make test-rehearsals)
 #   tools/run_tests.sh second     the second stream of `all`: the `beside` unit tests, notebooks 08
@@ -42,19 +42,19 @@ mapfile -t MAIN_NBS < <(ls notebooks/[0-9][0-9]_*.ipynb | grep -v '^notebooks/07
 mapfile -t HVD_NBS < <(ls notebooks/07_*.ipynb 2>/dev/null || true)
 # in the second stream under `all` (the two streams take about as long: see CHANGELOG.md's times)
 SECOND_NB_PATTERN='^notebooks/(08|09)_'
-mapfile -t SECOND_NBS < <(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN" || true)
-# The Chinese edition (notebooks/zh/, tools/i18n.py): 00 and 02 executed. Their code is the English
-# code token for token (tests/test_i18n.py), so under `all` they take the English ones' place in the
-# main stream; the English 00 and 02 run in both GPU rehearsals (every other notebook's Chinese code
-# is covered by the identity check alone)
-mapfile -t ZH_NBS < <(ls notebooks/zh/{00,02}_*.ipynb 2>/dev/null || true)
-mapfile -t FIRST_NBS < <(
-    for nb in "${MAIN_NBS[@]}"; do
-        [[ "$nb" =~ $SECOND_NB_PATTERN ]] && continue  # the second stream's
+# The Chinese edition (notebooks/zh/, tools/i18n.py): 00, 02, 09 and 12 executed. Their code is the
+# English code token for token but for the printed text (tests/test_i18n.py), so under `all` they
+# take the English ones' place in their stream; the English 00, 02 and 12 run in the GPU rehearsals
+# (every other notebook's Chinese code is covered by the identity check alone)
+mapfile -t ZH_NBS < <(ls notebooks/zh/{00,02,09,12}_*.ipynb 2>/dev/null || true)
+chinese_in_place() { # the notebooks given, each Chinese one in place of its English one
+    for nb in "$@"; do
         zh="notebooks/zh/${nb#notebooks/}"
         if printf '%s\n' "${ZH_NBS[@]}" | grep -qxF "$zh"; then echo "$zh"; else echo "$nb"; fi
     done
-)
+}
+mapfile -t SECOND_NBS < <(chinese_in_place $(printf '%s\n' "${MAIN_NBS[@]}" | grep -E "$SECOND_NB_PATTERN"))
+mapfile -t FIRST_NBS < <(chinese_in_place $(printf '%s\n' "${MAIN_NBS[@]}" | grep -vE "$SECOND_NB_PATTERN"))
 HOROVOD_LOG="$ROOT/.test-horovod.log"
 SLURM_LOG="$ROOT/.slurm-setup.log"
 COLAB_LOG="$ROOT/.venv-colab-setup.log"
