@@ -455,6 +455,8 @@ SLIDE_NAMES = {"环形全归约": "Ring AllReduce", "参数服务器": "Paramete
 def rejected_variants(english: str, chinese: str) -> list[str]:
     """The rejected variants (REJECTED) in a translation's prose."""
     text = _prose(chinese)
+    if chinese.lstrip()[:2] in ('f"', "f'"):  # a printed f-string: its {…} fields are code
+        text = re.sub(r"\{[^{}]*\}", " ", text)
     for title in re.findall(r"[(（*]([^()（）*]*[\u4e00-\u9fff][^()（）*]*)[)）*]", english):
         text = text.replace(title, " ")  # the slides' own titles, as the English quotes them
     text = re.sub(r"（[A-Za-z][A-Za-z .-]*）", " ", text)  # glosses: 轮（epoch）
