@@ -7,6 +7,7 @@ import time
 import psutil
 import pytest
 
+from infra.cluster import port_is_free
 from infra.data_service import tf_data_service
 from utils import perf
 
@@ -149,3 +150,45 @@ def test_tf_data_service_stops_when_the_cell_is_interrupted() -> None:
             raise KeyboardInterrupt  # what an interrupted cell raises here
     after = _listening_ports()
     assert port not in after and after == before
+
+
+@pytest.mark.slow
+def test_a_data_worker_in_another_process_serves_and_nothing_is_left(tmp_path) -> None:
+    """Notebook 08 §6: its program ``data_worker.py`` started with ``process.start_child`` beside a
+    dispatcher of ``tf_data_service(workers=0)``, stopped with ``process.stop_child``: no child
+    process is left and no port open (the notebook once asserted both at its end)."""
+    import sys
+
+    import nbformat
+    import tensorflow as tf
+
+    from infra import process
+    from utils import config
+
+    notebook = config.PROJECT_ROOT / "notebooks" / "08_performance.ipynb"
+    cells = [c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+    [source] = [c for c in cells if c.startswith("%%writefile programs/data_worker.py\n")]
+    program = tmp_path / "data_worker.py"
+    program.write_text(source.split("\n", 1)[1])
+    children, before = psutil.Process().children(recursive=True), _listening_ports()
+    with tf_data_service(workers=0) as service:
+        dispatcher_port = int(service.rsplit(":", 1)[1])
+        worker = process.start_child([sys.executable, str(program), service.split("://")[-1]])
+        try:
+            assert worker.stdout.readline().strip() == "worker ready"
+            worker_ports = {
+                c.laddr.port
+                for c in psutil.Process(worker.pid).net_connections("tcp")
+                if c.status == psutil.CONN_LISTEN
+            }
+            ds = tf.data.Dataset.range(10).apply(
+                tf.data.experimental.service.distribute("distributed_epoch", service)
+            )
+            assert sorted(int(v) for v in ds) == list(range(10))  # served by the other process
+        finally:
+            process.stop_child(worker)
+    assert worker_ports and worker.poll() is not None
+    assert psutil.Process().children(recursive=True) == children, "a child process was left"
+    after = _listening_ports()
+    assert dispatcher_port not in after and after == before
+    assert all(port_is_free(p) for p in worker_ports), "the worker's port is still open"
