@@ -191,7 +191,7 @@ def _columns(code: str, position: tuple[int, int]) -> tuple[int, int]:
 def literal_problem(english: Printed, chinese: str) -> str | None:
     """Why ``chinese`` cannot replace the printed literal ``english`` (None: it can)."""
     try:
-        node = ast.parse(chinese.strip(), mode="eval").body
+        node = ast.parse(f"({chinese.strip()})", mode="eval").body  # in brackets: over lines too
     except SyntaxError as error:
         return f"not a Python string literal ({error.msg})"
     if not isinstance(node, (ast.Constant, ast.JoinedStr)) or (
