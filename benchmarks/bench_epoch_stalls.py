@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stack-after", type=float, default=0.0, help="dump stacks after S s of an epoch")
     args = p.parse_args(argv)
 
+    import infra.devices
     import utils
 
-    course = utils.setup(chapter=4, logical_devices=4)
+    course = utils.setup(chapter=4, plan=infra.devices.prepare(logical_devices=4))
     import keras
     import tensorflow as tf
 

@@ -40,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="turns of each way")
     args = p.parse_args(argv)
 
+    import infra.devices
     import utils
 
-    course = utils.setup(chapter=8, logical_devices=2)
+    course = utils.setup(chapter=8, plan=infra.devices.prepare(logical_devices=2))
     import keras
     import tensorflow as tf
 

@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64, help="global batch")
     args = p.parse_args(argv)
 
+    import infra.devices
     import utils
 
-    course = utils.setup(chapter=8, logical_devices=2)
+    course = utils.setup(chapter=8, plan=infra.devices.prepare(logical_devices=2))
     import keras
     import tensorflow as tf
 

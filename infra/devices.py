@@ -1,7 +1,7 @@
 """Applying the device plan: the TensorFlow calls, once per process (``utils.devices`` decides).
 
 :func:`detect_gpus` reads the GPUs (``nvidia-smi`` and TensorFlow, or the GPU rehearsal);
-:func:`apply_plan` configures a notebook's kernel (``utils.setup``) and
+:func:`prepare` configures a notebook's kernel (its setup cell) and
 :func:`configure_worker` a worker process of a local cluster. TensorFlow fixes its device
 list the first time it initialises its runtime, so the configuration is applied **once per
 process**: asking again for the same thing is a no-op (re-running a setup cell is fine);
@@ -26,6 +26,7 @@ from utils.devices import (
     GpuInfo,
     WorkerDevices,
     current_plan,  # noqa: F401 - the old place of utils.devices.current_plan
+    plan_devices,
     remember_plan,
 )
 
@@ -63,7 +64,7 @@ def detect_gpus() -> list[GpuInfo]:
     TensorFlow's own list is authoritative once TensorFlow is imported (a CPU-only build
     sees none even when a GPU is there); ``nvidia-smi`` gives names and memory.
     Under the GPU rehearsal (``COURSE_REHEARSE_GPUS``, :mod:`infra.rehearsal`) these are the
-    rehearsed GPUs. Used by ``utils.setup`` and ``infra.cluster``.
+    rehearsed GPUs. Used by :func:`prepare` and ``infra.cluster``.
     """
     from infra import rehearsal
 
@@ -163,7 +164,7 @@ def configure_devices(
     ("Collective ops must be configured at program startup").
 
     Once per process: the same request again is a no-op, a different one raises
-    :class:`DeviceConfigError`. Used by ``utils.setup`` in every notebook.
+    :class:`DeviceConfigError`. Used by :func:`prepare` in every notebook.
     """
     global _applied
     request = DeviceRequest(logical_cpus, gpu_split, gpu_memory_limit_mb, gpu_memory_growth)
@@ -237,7 +238,7 @@ def _initialise_with_growth(tf: Any) -> None:
 
 def apply_plan(plan: DevicePlan) -> DevicePlan:
     """Configure this process as ``plan`` says (once per process, like
-    :func:`configure_devices`) and remember it (``utils.devices.current_plan``). Used by ``utils.setup``."""
+    :func:`configure_devices`) and remember it (``utils.devices.current_plan``). Used by :func:`prepare`."""
     configure_devices(
         plan.logical_cpus,
         gpu_split=plan.gpu_split,
@@ -245,6 +246,40 @@ def apply_plan(plan: DevicePlan) -> DevicePlan:
         gpu_memory_growth=plan.gpu_memory_growth,
     )
     remember_plan(plan)
+    return plan
+
+
+_prepared: int | None = None  # the logical_devices of this process's first prepare
+
+
+def prepare(logical_devices: int = 2) -> DevicePlan:
+    """A notebook kernel's devices, before its lesson starts; returns the plan for ``utils.setup``.
+
+    The setup cell runs ``utils.setup(chapter=N, plan=infra.devices.prepare(logical_devices=M))``.
+    Before TensorFlow's first import: quiet C++ logs and oneDNN's CPU kernels on every x86 CPU
+    (TensorFlow 2.21 turns them on by itself only on CPUs with AVX512_VNNI, AVX512_BF16,
+    AVX_VNNI or AMX; notebooks 03, 06 and 09 show their behaviour, and child processes inherit
+    the setting), then the GPU rehearsal when ``COURSE_REHEARSE_GPUS`` asks for it. Then the plan
+    of :func:`utils.devices.plan_devices` for the GPUs found, applied once per process, and TF32
+    off. The same ``logical_devices`` again is a no-op; another raises ``DeviceConfigError``.
+    """
+    global _prepared
+    if _prepared is not None and _prepared != logical_devices:
+        raise DeviceConfigError(
+            f"this kernel's devices were prepared with logical_devices={_prepared}; now "
+            f"logical_devices={logical_devices} was asked for. {TOO_LATE}"
+        )
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    from infra import rehearsal
+
+    rehearsed = rehearsal.activate()
+    plan = plan_devices(detect_gpus(), logical_devices)
+    if rehearsed:
+        plan = replace(plan, rehearsal=rehearsal.describe())
+    apply_plan(plan)
+    _prepared = logical_devices
+    exact_float32()  # the notebooks compare float32 results across setups to 1e-5
     return plan
 
 
@@ -281,7 +316,7 @@ def configure_worker() -> WorkerDevices:
 def exact_float32() -> None:
     """Switch TF32 off: Ampere and newer GPUs otherwise run float32 matrix products with a
     10-bit mantissa, and the course compares results across setups to 1e-5. No effect on
-    CPUs and older GPUs. Used by ``utils.setup`` and :func:`configure_worker`."""
+    CPUs and older GPUs. Used by :func:`prepare` and :func:`configure_worker`."""
     import tensorflow as tf
 
     tf.config.experimental.enable_tensor_float_32_execution(False)

@@ -15,7 +15,7 @@ and name; ``"3x24576@8.6"``) makes every process of the course believe it has th
   ``TF_CONFIG``, the course's device plan and every notebook branch on it.
 
 So a call made in the wrong order fails here as it fails on a GPU. The patch is installed in
-every Python process: by :func:`activate` (``utils.setup``) and, for child processes, by the
+every Python process: by :func:`activate` (``infra.devices.prepare``) and, for child processes, by the
 ``sitecustomize`` in ``rehearsal_site/`` that :func:`child_pythonpath` puts on
 ``PYTHONPATH``. It patches TensorFlow 2.21's eager ``Context`` (``context.py``). Used by
 ``make test`` (the rehearsals of notebooks 00, 02–05, 08 and 12) and ``make gpu-check``'s own tests.

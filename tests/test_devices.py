@@ -67,13 +67,14 @@ def test_too_late_gives_a_clear_error_unless_it_already_matches() -> None:
 def test_setup_twice_same_is_fine_and_different_is_clear() -> None:
     result = run_python(
         """
+        import infra.devices
         import utils
-        course = utils.setup(chapter=0, logical_devices=2)
-        again = utils.setup(chapter=0, logical_devices=2)
+        course = utils.setup(chapter=0, plan=infra.devices.prepare(logical_devices=2))
+        again = utils.setup(chapter=0, plan=infra.devices.prepare(logical_devices=2))
         assert again.devices == course.devices == ['/device:CPU:0', '/device:CPU:1']
         assert course.simulated
         try:
-            utils.setup(chapter=0, logical_devices=3)
+            utils.setup(chapter=0, plan=infra.devices.prepare(logical_devices=3))
         except Exception as error:
             print(type(error).__name__)
         """,
@@ -89,9 +90,10 @@ def test_setup_rejects_a_wrong_tensorflow_version() -> None:
     result = run_python(
         """
         import utils
+        from utils.devices import plan_devices
         from utils.notebook import VersionError
         try:
-            utils.setup(chapter=7, expected_tf="2.12")
+            utils.setup(chapter=7, plan=plan_devices([], 1), expected_tf="2.12")
         except VersionError as error:
             print("version:", error)
         """,

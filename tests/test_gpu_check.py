@@ -110,7 +110,7 @@ def test_a_rehearsed_run_reports_the_failing_cell_and_a_hang(tmp_path) -> None:
     holds only on several real GPUs) and one that hangs; both end up in the report with their logs."""
     books = tmp_path / "notebooks"
     books.mkdir()
-    _notebook(books / "00_fails.ipynb", "import utils\ncourse = utils.setup(chapter=0)",
+    _notebook(books / "00_fails.ipynb", "import infra.devices\nimport utils\ncourse = utils.setup(chapter=0, plan=infra.devices.prepare())",
               'assert course.device_kind == "gpu", f"fails on purpose: {course.device_kind}"')
     _notebook(books / "01_hangs.ipynb", "import time\ntime.sleep(600)")
     out = tmp_path / "out"

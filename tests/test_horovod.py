@@ -457,7 +457,7 @@ def test_notebook_declares_the_horovod_kernel() -> None:
     assert nb["metadata"]["kernelspec"]["display_name"] == "Python (horovod)"
     setup = [c for c in nb["cells"] if "utils.setup(" in "".join(c["source"])]
     assert len(setup) == 1
-    assert re.search(r'utils\.setup\(chapter=7, logical_devices=1, expected_tf="2\.12"\)', "".join(setup[0]["source"]))
+    assert re.search(r'utils\.setup\(chapter=7, plan=infra\.devices\.prepare\(logical_devices=1\), expected_tf="2\.12"\)', "".join(setup[0]["source"]))
 
 
 @pytest.mark.slow

@@ -14,9 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("utils", "infra", "quickdraw", "scripts", "tools")
 UPWARD = ("infra", "quickdraw", "scripts", "tools")  # what utils must not import
 ALLOWED_UPWARD = {
-    # utils.setup applies the device plan and switches on the GPU rehearsal (infra), issue 47 item 1
-    ("utils.notebook", "infra.devices"),
-    ("utils.notebook", "infra.rehearsal"),
     # doodle_arrays renders the built-in doodles with the data layer (notebooks 04, 05, workers)
     ("utils.training", "quickdraw"),
 }

@@ -1,6 +1,6 @@
 """Shared helpers for the course *GPU distributed training with TensorFlow*.
 
-Every notebook starts with ``course = utils.setup(chapter=N, ...)``. Importing this
+Every notebook starts with ``course = utils.setup(chapter=N, plan=infra.devices.prepare(...))``. Importing this
 package is cheap: TensorFlow is imported only when a helper needs it, so that test
 collection and the Horovod environment (TensorFlow 2.12) stay fast and compatible.
 
@@ -8,7 +8,7 @@ The lesson helpers a notebook reads (the notebook that introduces each is named 
 docstring):
 
 - :mod:`utils.config`      – smoke/full mode, project paths (all notebooks)
-- :mod:`utils.notebook`    – ``setup``: versions, seeds, the device plan (all notebooks, from 00)
+- :mod:`utils.notebook`    – ``setup``: versions, seeds, what the replicas are (all notebooks, from 00)
 - :mod:`utils.devices`     – the device plan for kernels and local workers, reports (00, 02, 03)
 - :mod:`utils.figures`     – plot style, ``save_fig``, notebook 01's ring and timeline figures
 - :mod:`utils.timing`      – Timer, Throughput, benchmark, EpochTimer (00, 01, 04–06)

@@ -76,7 +76,9 @@ def usable_memory_mb(memory_mb: int | None, parts: int) -> int:
 
 @dataclass(frozen=True)
 class DevicePlan:
-    """What one process trains on. Made by :func:`plan_devices`, applied by ``utils.setup``."""
+    """What one process trains on. Made by :func:`plan_devices`, applied by
+    ``infra.devices.prepare``; ``rehearsal`` is the GPU rehearsal's one-line note when these GPUs
+    are stand-ins on the CPU (None: real hardware)."""
 
     kind: str
     replicas: int
@@ -85,6 +87,7 @@ class DevicePlan:
     gpu_memory_limit_mb: int | None = None
     gpu_memory_growth: bool = False
     gpus: tuple[GpuInfo, ...] = ()
+    rehearsal: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -234,14 +237,14 @@ def remember_plan(plan: DevicePlan) -> None:
 
 
 def current_plan() -> DevicePlan | None:
-    """The plan ``utils.setup`` applied in this process, or None."""
+    """The plan applied in this process (``infra.devices.prepare``), or None."""
     return _applied_plan
 
 
 def describe_devices() -> str:
     """One line: the replicas this process trains on and whether their speed-up is real.
 
-    After ``utils.setup`` it is the plan's :meth:`DevicePlan.describe`; otherwise it is read
+    After the setup cell it is the plan's :meth:`DevicePlan.describe`; otherwise it is read
     from TensorFlow's logical devices. Used in notebooks 00 and 02.
     """
     plan = current_plan()

@@ -1,15 +1,15 @@
 """The one-call setup every notebook's setup cell runs.
 
-``course = utils.setup(chapter=4, logical_devices=4)`` quiets TensorFlow's logging, checks
-the versions the course was written for, fixes the seeds, sets the plot style, applies the
-**device plan** (:func:`utils.devices.plan_devices`: logical CPUs without a GPU, two logical
-GPUs on one GPU, the physical GPUs on several) once per process, and prints in one line what
-the replicas are. Introduced in notebook 00, used by every notebook.
+``course = utils.setup(chapter=4, plan=infra.devices.prepare(logical_devices=4))`` checks the
+versions the course was written for, fixes the seeds, sets the plot style and prints in one line
+what the replicas are. The **device plan** (:func:`utils.devices.plan_devices`: logical CPUs
+without a GPU, two logical GPUs on one GPU, the physical GPUs on several) is applied before, once
+per process, by the machinery (``infra.devices.prepare``, which also quiets TensorFlow's logging).
+Introduced in notebook 00, used by every notebook.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -21,7 +21,6 @@ from utils.devices import DevicePlan
 
 # Pythons TensorFlow 2.21 ships wheels for (checked on PyPI); tools/bootstrap.sh accepts the same.
 SUPPORTED_PYTHONS = ((3, 10), (3, 11), (3, 12), (3, 13))
-_setup_args: int | None = None  # the logical_devices of this kernel's first setup
 
 
 class VersionError(RuntimeError):
@@ -41,7 +40,6 @@ class CourseEnv:
     python_version: str
     plan: DevicePlan
     devices: list[str] = field(default_factory=list)
-    rehearsal_line: str | None = None
     programs: Path = Path("programs")
 
     @property
@@ -63,7 +61,7 @@ class CourseEnv:
     def rehearsal(self) -> bool:
         """True under the GPU rehearsal: the plan's GPUs are stand-ins on the CPU
         (``COURSE_REHEARSE_GPUS``, :mod:`infra.rehearsal`), every time is a CPU time."""
-        return self.rehearsal_line is not None
+        return self.plan.rehearsal is not None
 
     @property
     def timings(self) -> str:
@@ -82,7 +80,7 @@ class CourseEnv:
             f"Chapter {self.chapter:02d} · Python {self.python_version}, TensorFlow {self.tf_version}, "
             f"Keras {self.keras_version} · {mode} · {where} · seed {self.seed}\n"
             f"Replicas: {self.plan.describe()}"
-            + (f"\n{self.rehearsal_line}" if self.rehearsal_line else "")
+            + (f"\n{self.plan.rehearsal}" if self.plan.rehearsal else "")
         )
 
 
@@ -112,45 +110,22 @@ def _programs_folder() -> Path:
     return folder.resolve()
 
 
-def setup(
-    chapter: int,
-    *,
-    logical_devices: int = 2,
-    seed: int = 42,
-    expected_tf: str = "2.21",
-) -> CourseEnv:
+def setup(chapter: int, *, plan: DevicePlan, seed: int = 42, expected_tf: str = "2.21") -> CourseEnv:
     """Prepare this kernel for a chapter and return what was found.
 
-    ``logical_devices`` is how many logical CPU devices stand in for GPUs when there is no
-    GPU; with GPUs the device plan decides (two logical GPUs on one GPU, else the physical
-    GPUs). ``course.devices`` is the list to give ``MirroredStrategy``; ``course.replicas``,
-    ``course.device_kind`` and ``course.simulated`` say what they are; ``course.programs`` is
-    the folder the notebook's ``%%writefile programs/…`` cells write to. Safe to run again with
-    the same arguments; with other ones it raises :class:`utils.devices.DeviceConfigError`
-    (restart the kernel).
+    ``plan`` is the device plan already applied to this process: the setup cell passes
+    ``infra.devices.prepare(logical_devices=N)``, the machinery that splits the CPU into ``N``
+    logical devices standing in for GPUs when there is no GPU (with GPUs the plan decides: two
+    logical GPUs on one GPU, else the physical GPUs). ``course.devices`` is the list to give
+    ``MirroredStrategy``; ``course.replicas``, ``course.device_kind`` and ``course.simulated``
+    say what they are; ``course.programs`` is the folder the notebook's
+    ``%%writefile programs/…`` cells write to. Safe to run again.
     """
-    global _setup_args
     if not isinstance(chapter, int) or not 0 <= chapter <= 99:
         raise ValueError(f"chapter must be a whole number 0–99, got {chapter!r}")
-    from infra import devices as infra_devices
-    from utils import devices
-
-    if _setup_args is not None and _setup_args != logical_devices:
-        raise devices.DeviceConfigError(
-            f"utils.setup ran with logical_devices={_setup_args} in this kernel; now "
-            f"logical_devices={logical_devices} was asked for. {infra_devices.TOO_LATE}"
-        )
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow's first import
-    # oneDNN's CPU kernels on every x86 CPU, not only where TensorFlow turns them on by itself
-    # (CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX: IsMklEnabled in TF 2.21's
-    # tensorflow/core/util/port.cc): notebooks 03, 06 and 09 show their behaviour (allocator
-    # statistics, the empty-replica crash), and this kernel's child processes inherit the setting
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    from infra import rehearsal
-
-    rehearsed = rehearsal.activate()
-
     import tensorflow as tf
+
+    from utils import devices
 
     keras_version = getattr(tf.keras, "__version__", None) or tf.keras.__name__
     try:
@@ -161,10 +136,6 @@ def setup(
         pass
     _check_versions(tf, keras_version, expected_tf)
     tf.get_logger().setLevel("ERROR")
-
-    plan = infra_devices.apply_plan(devices.plan_devices(infra_devices.detect_gpus(), logical_devices))
-    _setup_args = logical_devices
-    infra_devices.exact_float32()  # the notebooks compare float32 results across setups to 1e-5
     tf.keras.utils.set_random_seed(seed)  # Python, NumPy and TensorFlow in one call
     figures.use_course_style(chapter)
     env = CourseEnv(
@@ -177,7 +148,6 @@ def setup(
         python_version=platform.python_version(),
         plan=plan,
         devices=devices.strategy_devices(),
-        rehearsal_line=rehearsal.describe() if rehearsed else None,
         programs=_programs_folder(),
     )
     if env.replicas != plan.replicas:  # e.g. TensorFlow initialised before setup with other devices
