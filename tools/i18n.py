@@ -454,6 +454,8 @@ SLIDE_NAMES = {"环形全归约": "Ring AllReduce", "参数服务器": "Paramete
 
 def rejected_variants(english: str, chinese: str) -> list[str]:
     """The rejected variants (REJECTED) in a translation's prose."""
+    if chinese == english and re.match(r"[rRbBfFuU]{0,2}[\"']", english):
+        return []  # a printed literal kept in English (a name, a command line): no Chinese prose
     text = _prose(chinese)
     if chinese.lstrip()[:2] in ('f"', "f'"):  # a printed f-string: its {…} fields are code
         text = re.sub(r"\{[^{}]*\}", " ", text)
