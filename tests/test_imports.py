@@ -1,5 +1,6 @@
 """The imports run one way (issue 47): no circles between modules, and ``utils`` — what a
-student reads — depends on nothing else in the repository.
+student reads — depends on nothing else in the repository. And no function is longer than a
+reader can hold: at most 60 lines in ``utils``, ``infra`` and ``quickdraw``.
 
 The imports are read from the source (``ast``), not run: every ``import`` counts, also one
 inside a function (a lazy import still ties two modules together).
@@ -121,3 +122,35 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     assert graph["utils.a"] == {"infra.b"} and graph["infra.b"] == {"utils.a"}
     assert circles(graph) == [["infra.b", "utils.a"]]
     assert upward(graph) == [("utils.a", "infra.b")]
+
+
+MAX_FUNCTION_LINES = 60
+SHORT_PACKAGES = ("utils", "infra", "quickdraw")
+
+
+def long_functions(root: Path = ROOT, packages: tuple[str, ...] = SHORT_PACKAGES) -> list[str]:
+    """``module:line name (N lines)`` for every function or method over the limit, counted as a
+    reader counts it: from its first decorator or ``def`` to its last line, docstring included."""
+    found = []
+    for name, path in _modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                lines = (node.end_lineno or node.lineno) - first + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{name}:{node.lineno} {node.name} ({lines} lines)")
+    return found
+
+
+def test_no_function_over_60_lines() -> None:
+    assert long_functions() == []
+
+
+def test_the_length_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "utils").mkdir()
+    def body(n: int) -> str:
+        return "".join(f"    x{i} = {i}\n" for i in range(n))
+
+    # f: a decorator, its def and 59 lines (61); g: its def and 59 lines (60, the limit)
+    (tmp_path / "utils" / "a.py").write_text(f"@staticmethod\ndef f():\n{body(59)}\ndef g():\n{body(59)}")
+    assert long_functions(tmp_path, ("utils",)) == ["utils.a:2 f (61 lines)"]

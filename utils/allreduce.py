@@ -201,32 +201,12 @@ def ring_allreduce(tensors: Sequence[np.ndarray], *, record_holdings: bool = Fal
     holdings = ring_initial_holdings(n)  # [node, chunk, source]
     steps: list[CommStep] = []
 
-    def run_step(phase: str, s: int) -> None:
-        offset = 0 if phase == "scatter-reduce" else 1
-        # Every node sends at the same time: read all outgoing chunks before anyone writes.
-        outgoing = []
-        for i in range(n):
-            c = (i + offset - s) % n
-            start, stop = bounds[c]
-            outgoing.append((i, (i + 1) % n, c, buffers[i][start:stop].copy(), holdings[i, c].copy()))
-        step = CommStep(phase)
-        for src, dst, c, data, held in outgoing:
-            start, stop = bounds[c]
-            if phase == "scatter-reduce":
-                buffers[dst][start:stop] += data
-                holdings[dst, c] |= held
-            else:
-                buffers[dst][start:stop] = data
-                holdings[dst, c] = held
-            step.transfers.append(Transfer(nodes[src], nodes[dst], chunk_nbytes[c], c))
-        if record_holdings:
-            step.holdings = holdings.copy()
-        steps.append(step)
-
-    for s in range(n - 1):
-        run_step("scatter-reduce", s)
-    for s in range(n - 1):
-        run_step("all-gather", s)
+    for phase in ("scatter-reduce", "all-gather"):
+        for s in range(n - 1):
+            step = _ring_step(phase, s, buffers, holdings, bounds, nodes, chunk_nbytes)
+            if record_holdings:
+                step.holdings = holdings.copy()
+            steps.append(step)
 
     return CommTrace(
         algorithm="ring",
@@ -235,6 +215,39 @@ def ring_allreduce(tensors: Sequence[np.ndarray], *, record_holdings: bool = Fal
         steps=steps,
         gradient_nbytes=flat[0].nbytes,
     )
+
+
+def _ring_step(
+    phase: str,
+    s: int,
+    buffers: list[np.ndarray],
+    holdings: np.ndarray,
+    bounds: list[tuple[int, int]],
+    nodes: list[str],
+    chunk_nbytes: list[int],
+) -> CommStep:
+    """Step ``s`` of a ring phase: every node sends one chunk to its right neighbour, which
+    adds it (scatter-reduce) or overwrites its copy (all-gather). ``buffers`` and ``holdings``
+    change in place; the step's transfers are returned."""
+    n = len(buffers)
+    offset = 0 if phase == "scatter-reduce" else 1
+    # Every node sends at the same time: read all outgoing chunks before anyone writes.
+    outgoing = []
+    for i in range(n):
+        c = (i + offset - s) % n
+        start, stop = bounds[c]
+        outgoing.append((i, (i + 1) % n, c, buffers[i][start:stop].copy(), holdings[i, c].copy()))
+    step = CommStep(phase)
+    for src, dst, c, data, held in outgoing:
+        start, stop = bounds[c]
+        if phase == "scatter-reduce":
+            buffers[dst][start:stop] += data
+            holdings[dst, c] |= held
+        else:
+            buffers[dst][start:stop] = data
+            holdings[dst, c] = held
+        step.transfers.append(Transfer(nodes[src], nodes[dst], chunk_nbytes[c], c))
+    return step
 
 
 # The ring as notebook 01 §3 writes it on the page (d2l's ``#@save``): the same source, kept

@@ -108,6 +108,23 @@ class SubmissionReport:
     first_choice_counts: dict[str, int] = field(default_factory=dict)
 
 
+def _words(where: str, word_text: str, k: int, valid: set[str]) -> list[str]:
+    """The ``k`` class names of one row's word field; :class:`SubmissionError` at ``where`` if
+    they are not ``k`` known names, single-space separated, none repeated."""
+    words = word_text.split(" ")
+    if len(words) != k or any(not w for w in words):
+        raise SubmissionError(
+            f"{where}: {word_text!r} is not {k} names separated by single "
+            "spaces (spaces inside a class name must be underscores)"
+        )
+    unknown = [w for w in words if w not in valid]
+    if unknown:
+        raise SubmissionError(f"{where}: unknown class {unknown[0]!r}")
+    if len(set(words)) != k:
+        raise SubmissionError(f"{where}: repeated class in {word_text!r}")
+    return words
+
+
 def validate_submission(
     path: str | Path,
     class_names: Iterable[str],
@@ -145,17 +162,7 @@ def validate_submission(
             if key in seen:
                 raise SubmissionError(f"{path}:{line}: key_id {key} appears twice")
             seen.add(key)
-            words = word_text.split(" ")
-            if len(words) != k or any(not w for w in words):
-                raise SubmissionError(
-                    f"{path}:{line}: {word_text!r} is not {k} names separated by single "
-                    "spaces (spaces inside a class name must be underscores)"
-                )
-            unknown = [w for w in words if w not in valid]
-            if unknown:
-                raise SubmissionError(f"{path}:{line}: unknown class {unknown[0]!r}")
-            if len(set(words)) != k:
-                raise SubmissionError(f"{path}:{line}: repeated class in {word_text!r}")
+            words = _words(f"{path}:{line}", word_text, k, valid)
             first[words[0]] = first.get(words[0], 0) + 1
             used.update(words)
     if not seen:

@@ -222,6 +222,19 @@ def simulate_sync_sgd(
     )
 
 
+def _check_async_run(
+    problem: LeastSquares, times: WorkerTimes, lr: float, batch_size: int | None, until: float, data: str
+) -> None:
+    """:func:`simulate_async_sgd`'s arguments, checked before it starts (ValueError)."""
+    _check_run(problem, times, lr, batch_size)
+    if data not in ("shard", "all"):
+        raise ValueError(f"data must be 'shard' or 'all', got {data!r}")
+    if data == "all" and batch_size is not None:
+        raise ValueError("batch_size applies to shards only (data='shard')")
+    if not until > 0:
+        raise ValueError(f"until must be > 0 simulated seconds, got {until!r}")
+
+
 def simulate_async_sgd(
     problem: LeastSquares,
     times: WorkerTimes,
@@ -246,13 +259,7 @@ def simulate_async_sgd(
     ``stale=False`` computes each gradient at the weights as they are when it is applied
     (same workers, same timing, same order, staleness 0).
     """
-    _check_run(problem, times, lr, batch_size)
-    if data not in ("shard", "all"):
-        raise ValueError(f"data must be 'shard' or 'all', got {data!r}")
-    if data == "all" and batch_size is not None:
-        raise ValueError("batch_size applies to shards only (data='shard')")
-    if not until > 0:
-        raise ValueError(f"until must be > 0 simulated seconds, got {until!r}")
+    _check_async_run(problem, times, lr, batch_size, until, data)
     rng = np.random.default_rng(seed)
     w = np.zeros(problem.X.shape[1])
     initial = problem.loss(w)

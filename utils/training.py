@@ -98,22 +98,28 @@ def doodle_arrays(
         [labels[i] for i in range(len(labels))],
     )
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".npz")
-        os.close(fd)
-        try:
-            np.savez(tmp, x=arrays.x, y=arrays.y, class_names=np.array(arrays.class_names))
-            os.replace(tmp, cache)
-            # older data's arrays, and the name used before fingerprints (never read again)
-            stale = [*cache.parent.glob(f"doodles-{tag}-*-{split}-{image_size}.npz"),
-                     cache.parent / f"doodles-{tag}-{split}-{image_size}.npz"]  # fmt: skip
-            for old in stale:
-                if old != cache:
-                    old.unlink(missing_ok=True)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        # older data's arrays, and the name used before fingerprints (never read again)
+        stale = [*cache.parent.glob(f"doodles-{tag}-*-{split}-{image_size}.npz"),
+                 cache.parent / f"doodles-{tag}-{split}-{image_size}.npz"]  # fmt: skip
+        _write_cache(arrays, cache, stale)
     return _limited(arrays, limit)
+
+
+def _write_cache(arrays: DoodleArrays, cache: Path, stale: Iterable[Path]) -> None:
+    """Save ``arrays`` as ``cache`` atomically (a temporary file, then a rename), then remove
+    the ``stale`` files that are not ``cache``."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".npz")
+    os.close(fd)
+    try:
+        np.savez(tmp, x=arrays.x, y=arrays.y, class_names=np.array(arrays.class_names))
+        os.replace(tmp, cache)
+        for old in stale:
+            if old != cache:
+                old.unlink(missing_ok=True)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def data_fingerprint(path: str | os.PathLike[str]) -> str:
