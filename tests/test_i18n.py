@@ -238,6 +238,20 @@ def test_printed_literals_translate_with_their_fields_kept() -> None:
             i18n.translate_printed(PRINTING, {key: wrong}, "b")
 
 
+def test_printed_literals_over_lines_and_the_term_law() -> None:
+    """A two-line literal may stay two lines; the term law reads the words, not the {…} fields,
+    and leaves a literal kept in English alone."""
+    code = 'print(f"epoch {epoch}: "\n      f"loss {loss:.2f}")\n'
+    english = i18n.printed_literals(code)[0]
+    chinese = 'f"第 {epoch} 轮："\n      f"损失 {loss:.2f}"'
+    assert i18n.literal_problem(english, chinese) is None
+    zh = i18n.translate_printed(code, {("c#printed", english.text): chinese}, "c")
+    assert code_tokens(zh) == code_tokens(code) and zh.count("\n") == code.count("\n")
+    assert i18n.rejected_variants(english.text, chinese) == []  # {epoch} is code
+    assert i18n.rejected_variants(english.text, 'f"第 {epoch} 个 epoch"') == ["epoch → 轮"]
+    assert i18n.rejected_variants('"--epochs 2"', '"--epochs 2"') == []
+
+
 def test_the_chinese_font_has_every_printed_character() -> None:
     """The font utils.figures gives matplotlib draws every Chinese character the catalogs print."""
     from fontTools.ttLib import TTFont
