@@ -250,6 +250,9 @@ def test_printed_literals_over_lines_and_the_term_law() -> None:
     assert i18n.rejected_variants(english.text, chinese) == []  # {epoch} is code
     assert i18n.rejected_variants(english.text, 'f"第 {epoch} 个 epoch"') == ["epoch → 轮"]
     assert i18n.rejected_variants('"--epochs 2"', '"--epochs 2"') == []
+    terms = {"policy": ("精度策略",)}
+    assert i18n.term_problems('f"float32: {POLICY}"', 'f"float32：{POLICY}"', terms) == []
+    assert i18n.term_problems('f"the policy {POLICY}"', 'f"{POLICY}"', terms) == ["'policy' → 精度策略"]
 
 
 def test_the_chinese_font_has_every_printed_character() -> None:

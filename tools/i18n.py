@@ -487,6 +487,8 @@ def term_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...]],
     the entry's translator comment: a line ``not a term: pull, push`` exempts words the cell uses
     in another sense ("pulls the weights towards …")."""
     prose, chinese = _prose(english), _prose(chinese)
+    if english.lstrip()[:2] in ('f"', "f'"):  # a printed f-string: its {…} fields are code
+        prose = re.sub(r"\{[^{}]*\}", " ", prose)
     exempt = {
         w.strip().lower() for line in NOT_A_TERM.findall(note) for w in re.sub(r"\(.*?\)", "", line).split(",")
     }
