@@ -441,6 +441,7 @@ def test_sentence_figures_count_prose_only() -> None:
     from tools import zh_sentences
 
     po = i18n.new_catalog()
+    po.append(polib.POEntry(msgctxt="b#printed", msgid='"x"', msgstr='"不算（括号）；"'))
     po.append(polib.POEntry(msgctxt="a", msgid="x", msgstr=(
         "## 标题不算\n\n第一句很短。第二句用 `tf.distribute.MirroredStrategy`（镜像）；然后结束——好。\n\n"
         "* 列表项不算。\n  续行也不算。\n\n| 表 | 格 |\n|---|---|\n| 不 | 算 |")))
@@ -449,6 +450,15 @@ def test_sentence_figures_count_prose_only() -> None:
     assert (f.sentences, f.characters) == (2, 6 + 47)
     assert f.median == (6 + 47) / 2 and f.over120 == 0
     assert round(f.paren * f.characters / 1000) == 1 and round(f.dash * f.characters / 1000) == 1
+
+
+@pytest.mark.parametrize("path", TRANSLATED, ids=lambda p: p.name)
+def test_sentences_meet_the_goal(path: Path) -> None:
+    """Issue 49's goal for the prose of every catalog (d2l-zh's figures): `python -m tools.zh_sentences`."""
+    from tools import zh_sentences
+
+    f = zh_sentences.figures(CATALOGS[path.name], path.stem)
+    assert f.meets_goal(), f"{path.stem}: {f}"
 
 
 def test_zh_fix_replaces_rejected_variants_outside_code() -> None:

@@ -85,7 +85,7 @@ class Figures:
 def figures(po: polib.POFile, name: str) -> Figures:
     lengths, chars, paren, dash, semi = [], 0, 0, 0, 0
     for entry in po:
-        if entry.obsolete or not entry.msgstr or entry.msgctxt.endswith("#comment"):
+        if entry.obsolete or not entry.msgstr or "#" in entry.msgctxt:  # Markdown cells only
             continue
         for paragraph in prose_paragraphs(entry.msgstr):
             text = _plain(paragraph)
