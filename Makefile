@@ -90,7 +90,8 @@ lint: venv
 	$(PY) -m tools.slidemeta --check $(NOTEBOOKS) $(wildcard notebooks/zh/*.ipynb)
 	$(PY) -m ruff check .
 
-# The speed benchmarks, then the sim-to-real check of issue 19: three small CNNs trained on the
+# The speed benchmarks (bench_pipeline_before_after.py: the data pipeline's rate now beside its
+# rate before issue 47's simplification), then the sim-to-real check of issue 19: three small CNNs trained on the
 # built-in doodles only, scored on the real drawings of data/real (about 25 min on 2 cores).
 # SIM_TO_REAL=no skips it; SIM_TO_REAL_ARGS="--members 1" trains one CNN (8 min).
 SIM_TO_REAL ?= yes

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf
 
     import quickdraw as qd
-    from quickdraw.pipeline import _drawings_per_call
+    from quickdraw.pipeline import drawings_per_call
     from quickdraw.render import channels_of
     from utils.models import build_model
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="qd-bench-"))
     try:
         ds_csv = qd.make_dataset(source, split="train", **common)
-        per_call = _drawings_per_call(bs, size * size * channels_of(args.encoding) * 4)  # float32 images
+        per_call = drawings_per_call(bs, size * size * channels_of(args.encoding) * 4)  # float32 images
         rows.append(("renderer alone, one thread (yardstick)", rate_of_renderer(source, size, args.encoding, per_call)))
         rows.append(("pipeline alone, from CSV files", rate_of_dataset(ds_csv, args.steps, bs, per_call)))
         if args.shards:

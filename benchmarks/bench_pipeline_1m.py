@@ -14,20 +14,14 @@ per CPU-second of this process and its worker processes):
                    one core, in batches of 256 and, the yardstick of the goal below, as
                    the pipeline calls it (shard blocks, several batches a call); the
                    drawings of every class in proportion
-  parse alone      the pipeline's Python parser in ``tf.numpy_function`` (1 and 2
-                   parallel calls: threads share Python's lock) against a parser made of
-                   TensorFlow string ops (no lock, but no row-level error reports)
   CSV pipeline     ``make_dataset`` on the CSVs: parse (numpy_function), shuffle, batch,
                    render (batch renderer), the whole million rows once; uint8 images, as
                    ``scripts/train_quickdraw.py`` reads them (it scales them in its step)
   write_shards     the one-time conversion to TFRecord shards, parse in worker processes
   shard pipeline   ``make_dataset`` on the shards (blocks of ``--block-size`` drawings per
                    record, uint8 images as above): no Python parsing, render only; the same
-                   with float32 images in [0, 1] (``make_dataset``'s default); then its
-                   parts apart: its reading
-                   stages alone (``make_dataset``'s own read, shuffle, batch and ``parse_example``,
-                   not rendered) and the renderer in two threads at once (as the
-                   pipeline's parallel map runs it), and what each costs per drawing
+                   with float32 images in [0, 1] (``make_dataset``'s default), and what
+                   each costs per drawing
 
 and prints the goal of issue 33 (the whole shard pipeline, read -> decode -> render ->
 batch, per core >= 0.8x the renderer's render-only rate) as met or not, judged by the median of
@@ -68,7 +62,7 @@ import numpy as np
 
 import quickdraw as qd
 from quickdraw.kaggle_scale import write_kaggle_scale
-from quickdraw.pipeline import _drawings_per_call, pack_strokes
+from quickdraw.pipeline import drawings_per_call, pack_strokes
 from quickdraw.render import POINT_BYTES, reference_kernel_render, render_packed_blocks, render_points_batch
 from quickdraw.shards import BLOCK_SIZE
 from utils.config import DATA_DIR
@@ -98,38 +92,6 @@ def timed(fn: Callable[[], int]) -> tuple[float, float]:
     w0, c0 = time.perf_counter(), cpu_seconds()
     n = fn()
     return n / (time.perf_counter() - w0), n / (cpu_seconds() - c0)
-
-
-def shard_parts(shards: Path, block_calls: list, bs: int, per_call: int, size: int) -> list[tuple[str, float, float]]:
-    """The shard pipeline's parts apart: its reading stages alone (``make_dataset``'s own
-    read, shuffle, batch of ``per_call`` drawings' blocks and ``parse_example``:
-    :func:`quickdraw.pipeline._read`, with the settings of the pipeline measured, nothing
-    drawn) over every row, and the renderer as the yardstick calls it (``block_calls``) in two
-    threads at once, as the pipeline's parallel map runs it (the threads share Python's lock)."""
-    import threading
-
-    from quickdraw.pipeline import PipelineOptions, _read, _Reading, resolve_source
-
-    def reading() -> int:
-        kind, files, _ = resolve_source(shards, None)
-        how = _Reading(shards, "all", True, None, PipelineOptions(shuffle_buffer=SHUFFLE))  # defaults otherwise
-        ds, _ = _read(kind, files, how, per_call, repeat=False, drop_remainder=False)
-        return sum(int(b[1].shape[0]) for b in ds)
-
-    def draw(calls: list) -> None:
-        for blocks, lengths in calls:
-            render_packed_blocks(blocks, lengths, size, encoding="order")
-
-    def two_threads() -> int:
-        threads = [threading.Thread(target=draw, args=(block_calls[k::2],)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return sum(len(lengths) for _, lengths in block_calls)
-
-    return [("  its reading alone: read + shuffle + batch + parse", *timed(reading)),
-            ("  renderer: render only, 2 threads at once (Python's lock)", *timed(two_threads))]  # fmt: skip
 
 
 def settle(window: float = 0.2, idle: float = 0.05, limit: float = 10.0) -> None:
@@ -226,7 +188,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--image-size", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--parse-rows", type=int, default=100_000, help="rows for the parse-alone comparison")
     p.add_argument("--shards", type=int, default=8)
     p.add_argument("--block-size", type=int, default=BLOCK_SIZE, help="drawings per shard record")
     p.add_argument("--pairs", type=int, default=5, help="renderer / pipeline pairs for the goal's ratio")
@@ -236,13 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     import cv2
     import tensorflow as tf
 
-    from quickdraw.pipeline import _file_specs, _row_parser
-
     t0 = time.perf_counter()
     root = write_kaggle_scale(DATA_DIR / "bench" / f"kaggle-{args.rows}", args.rows)
     print(f"{args.rows:,} rows in Kaggle layout in {root} ({time.perf_counter() - t0:.0f} s; made once, then reused)")
     files = sorted((root / "train_simplified").glob("*.csv"))
-    labels = qd.resolve_labels(root)
     size, bs = args.image_size, args.batch_size
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{args.rows:,} rows, {len(files)} classes, images {size}x{size}, batch {bs}; {cores} CPU cores; "
@@ -272,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         return len(parsed)
 
     results.append((f"renderer: render only (batch renderer, batches of {bs}), 1 core", *timed(render_only)))
-    per_call = _drawings_per_call(bs, size * size)  # drawings a render call of the pipeline draws (uint8)
+    per_call = drawings_per_call(bs, size * size)  # drawings a render call of the pipeline draws (uint8)
     packed = [pack_strokes([p[a:b] for a, b in zip([0, *e[:-1]], e, strict=True)]) for p, e in parsed]
     block_calls = [([b"".join(packed[i : i + per_call])], [len(d) // POINT_BYTES for d in packed[i : i + per_call]])
              for i in range(0, len(packed), per_call)]  # fmt: skip
@@ -285,67 +243,6 @@ def main(argv: list[str] | None = None) -> int:
     results.append((f"renderer: render only (shard blocks, {per_call:,} a call as in the pipeline), 1 core",
                     *timed(render_blocks)))  # fmt: skip
     cv2.setNumThreads(0)
-
-    # parse alone: the pipeline's numpy_function parser vs TensorFlow string ops
-    specs = _file_specs(files, False, None)
-    parse = _row_parser(specs, labels, "all", 0.1, 0, False, False, None)
-    per_file = -(-args.parse_rows // len(files))
-
-    def lines() -> tf.data.Dataset:
-        paths = tf.constant([str(s.path) for s in specs])
-
-        def of(i: tf.Tensor) -> tf.data.Dataset:
-            return (
-                tf.data.TextLineDataset(paths[i]).take(per_file + 1).enumerate().map(lambda j, x: (i, j, x))
-            )
-
-        return (
-            tf.data.Dataset.range(len(specs))
-            .interleave(of, cycle_length=len(specs), block_length=1)
-            .batch(256)
-        )
-
-    def numpy_parse(calls: int) -> Callable[[], int]:
-        def run() -> int:
-            ds = lines().map(
-                lambda i, j, x: tf.numpy_function(
-                    parse, [i, j, x], (tf.string, tf.int32, tf.int64), stateful=False
-                ),
-                num_parallel_calls=calls,
-            )
-            return sum(int(b[1].shape[0]) for b in ds)
-
-        return run
-
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(labels.kaggle_names()), tf.range(len(labels), dtype=tf.int64)
-        ),
-        -1,
-    )
-
-    def tf_ops_parse(i: tf.Tensor, j: tf.Tensor, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        x = tf.boolean_mask(x, j > 0)  # not the header
-        _, drawing, key, _, _, word = tf.io.decode_csv(x, [[""]] * 6)
-        body = tf.strings.regex_replace(tf.strings.regex_replace(drawing, " ", ""), r"^\[\[\[|\]\]\]$", "")
-        numbers = tf.strings.split(tf.strings.split(tf.strings.split(body, "]],[["), "],["), ",")
-        return (
-            tf.strings.to_number(numbers, tf.float32),
-            table.lookup(word),
-            tf.strings.to_number(key, tf.int64),
-        )
-
-    def tf_parse(calls: int) -> Callable[[], int]:
-        def run() -> int:
-            return sum(int(b[1].shape[0]) for b in lines().map(tf_ops_parse, num_parallel_calls=calls))
-
-        return run
-
-    for calls in (1, 2):
-        results.append(
-            (f"parse alone: Python in tf.numpy_function, {calls} parallel", *timed(numpy_parse(calls)))
-        )
-        results.append((f"parse alone: TensorFlow string ops, {calls} parallel", *timed(tf_parse(calls))))
 
     # the pipeline on all rows: CSVs, the one-time shard conversion, shards; uint8 images, as
     # scripts/train_quickdraw.py reads them (it scales them to [0, 1] in the training step)
@@ -367,8 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append((f"write_shards (one-time, {cores} worker processes, blocks of {args.block_size})", *rate))
         float_rate = timed(pipeline(shards, image_dtype="float32"))
         results.append(("shard pipeline: read + shuffle + batch + render", *timed(pipeline(shards))))  # uint8
-        parts = [("  the same with float32 images (make_dataset's default)", *float_rate),
-                 *shard_parts(shards, block_calls, bs, per_call, size)]  # fmt: skip
+        parts = [("  the same with float32 images (make_dataset's default)", *float_rate)]
         batches = -(-args.pair_drawings // bs)
 
         warm = 2 * per_call // bs  # the start and two render calls
@@ -398,11 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     csv_rate, shard_rate = results[-3][2], results[-1][2]
     for name, wall, per_core in parts:
         print(f"{name:62s} {wall:11,.0f} {per_core:10,.0f}")
-    us = [1e6 / render, 1e6 / parts[2][2], 1e6 / parts[1][2], 1e6 / shard_rate]
-    print(f"\nCPU per drawing: render alone {us[0]:.1f} us (in 2 threads at once {us[1]:.1f} us); reading stages "
-          f"{us[2]:.1f} us; shard pipeline {us[3]:.1f} us, {us[3] - us[0] - us[2]:+.1f} us beyond render alone + reading "
-          f"(hand-overs between stages; with two render threads, their contention for Python's lock); "
-          f"float32 images instead of uint8 add {1e6 / parts[0][2] - us[3]:.1f} us")
+    us = [1e6 / render, 1e6 / shard_rate]
+    print(f"\nCPU per drawing: render alone {us[0]:.1f} us; shard pipeline {us[1]:.1f} us, {us[1] - us[0]:+.1f} us "
+          f"for reading, shuffling, batching and the hand-overs between stages; float32 images instead of uint8 "
+          f"add {1e6 / parts[0][2] - us[1]:.1f} us")
     print(f"\nper core, against the reference renderer's {ref:,.0f} drawings/s: CSV pipeline "
           f"{csv_rate / ref:.2f}x, shard pipeline {shard_rate / ref:.2f}x (both include parsing or reading, "
           "shuffling and batching)")  # fmt: skip

@@ -443,7 +443,7 @@ def make_dataset(
     shuffle = split == "train" if shuffle is None else shuffle
     reading = _Reading(source, split, shuffle, labels, opts, pipelines)
     image_bytes = image_size * image_size * channels_of(encoding) * (4 if opts.image_dtype == "float32" else 1)
-    per_call = batch_size if augment else _drawings_per_call(batch_size, image_bytes, opts.render_call_drawings)
+    per_call = batch_size if augment else drawings_per_call(batch_size, image_bytes, opts.render_call_drawings)
     rebatch = kind == "tfrecord" or per_call != batch_size  # shards come in whole blocks
     ds, policy = _read(kind, files, reading, per_call, repeat, drop_remainder and not rebatch)
     ds = _render(ds, kind, image_size, encoding, augment, opts)
@@ -453,7 +453,7 @@ def make_dataset(
 _RENDER_CALL_BYTES = 16 << 20  # one render call's images at most (CHANGELOG.md: issue 33)
 
 
-def _drawings_per_call(batch_size: int, image_bytes: int, most: int = PipelineOptions.render_call_drawings) -> int:
+def drawings_per_call(batch_size: int, image_bytes: int, most: int = PipelineOptions.render_call_drawings) -> int:
     """The drawings of one render call: a whole number of batches, at most ``most`` and
     16 MiB of images, at least one batch (every call of a ``tf.numpy_function`` costs a
     fixed amount: several batches a call, cut into batches again by ``rebatch``)."""
