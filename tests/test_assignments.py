@@ -6,8 +6,13 @@ grades a submission: the notebook's code cells run one after the other (an error
 stop the others), then every test of the autograder. Checked:
 
 * the master's solutions score 100 % on every code question, hidden tests included;
-* the unsolved student version scores 0 on every code question, each failure a one-line hint
-  from the public test (no traceback);
+* the unsolved student version, English and Chinese, runs top to bottom without an exception
+  (as a student runs it: every cell, the `grader.check` cells too), and every `grader.check`
+  fails with the public test's hint (Chinese in the Chinese version), no traceback; graded with
+  the autograder's tests it scores 0 on every code question;
+* the Chinese student versions: every Markdown cell, comment, printed text and public test message
+  translated; the same code (but the grader line, which reads tests/zh/) and the same tests (but
+  the messages);
 * deliberately wrong answers (below, at least one per assignment) lose points;
 * the committed student versions are what the masters build (none stale), carry no solution and
   no hidden test, and their Colab cell installs the otter-grader of requirements.txt;
@@ -16,6 +21,7 @@ stop the others), then every test of the autograder. Checked:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -188,19 +194,58 @@ EDITIONS = [(n, f"{n}{suffix}.ipynb") for n in NAMES for suffix in ("", ".zh")
 CATALOGS = sorted(ba.ZH_CATALOGS.glob("*.po"))
 
 
+def run_top_to_bottom(notebook: Path) -> dict:
+    """Run every code cell of a student notebook in order, as a student does (an exception fails
+    the test); returns what each `grader.check("qN")` cell returned, by question."""
+    env: dict = {"__name__": "__main__"}
+    checks = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        check = re.fullmatch(r'grader\.check\("(q\d+)"\)', cell.source.strip())
+        if check:
+            checks[check.group(1)] = eval(compile(cell.source, str(notebook), "eval"), env)
+        else:
+            exec(compile(cell.source, str(notebook), "exec"), env)
+    return checks
+
+
+CJK = re.compile("[\u4e00-\u9fff]")
+
+
 @pytest.mark.parametrize(("name", "notebook"), EDITIONS, ids=[e[1] for e in EDITIONS])
 def test_unsolved_student_version_fails_with_a_hint(built, name, notebook, monkeypatch,
                                                      tmp_path) -> None:
     student = shutil.copytree(ba.STUDENT / name, tmp_path / name)  # otter writes its log there
     monkeypatch.chdir(student)
+    checks = run_top_to_bottom(student / notebook)  # no exception on the way
+    assert sorted(checks) == code_questions(built[name]), "a grader.check per code question"
+    for question, result in checks.items():
+        failed = [r for r in result.test_case_results if not r.passed]
+        assert failed, f"{name} {question}: the unsolved version passes grader.check"
+        message = failed[0].message
+        assert "..." in message and "Traceback" not in message, message  # "replace ... with"
+        if notebook.endswith(".zh.ipynb"):
+            assert CJK.search(message.splitlines()[-1]), f"{question}: not Chinese: {message}"
     scores = grade(built[name] / "autograder" / "tests", run_cells(student / notebook))
     assert sorted(scores) == code_questions(built[name])
-    for question, (score, _, results) in scores.items():
+    for question, (score, _, _) in scores.items():
         assert score == 0, f"{name} {question}: the unsolved version scores {score}"
-        public = [r for r in results if not r.test_case.hidden]
-        assert public, f"{name} {question}: no public test"
-        message = public[0].message
-        assert "replace ..." in message and "Traceback" not in message, message
+
+
+def test_unsolved_chinese_notebook_runs_in_a_kernel(tmp_path) -> None:
+    """One unsolved Chinese notebook run by Jupyter's own client (a real kernel, as in
+    JupyterLab): no cell raises, and grader.check shows the Chinese hints."""
+    nbclient = pytest.importorskip("nbclient")
+    name = "01_ring_allreduce"
+    student = shutil.copytree(ba.STUDENT / name, tmp_path / name)
+    nb = nbformat.read(student / f"{name}.zh.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(student)}}).execute()
+    shown = ["".join(o.get("data", {}).get("text/plain", "")) + o.get("text", "")
+             for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    hints = [s for s in shown if "把 ... 换成你的代码" in s and "Traceback" not in s]
+    assert len(hints) == len(list((student / "tests").glob("q*.py"))), shown
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -228,7 +273,7 @@ def test_student_version_hides_solutions_and_installs_the_grader(name) -> None:
     student = ba.STUDENT / name
     text = (student / f"{name}.ipynb").read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" not in text and "hidden=True" not in "".join(
-        p.read_text() for p in (student / "tests").glob("*.py"))
+        p.read_text() for p in (student / "tests").rglob("*.py"))
     pin = re.search(r"^otter-grader==(\S+)$", (ba.ROOT / "requirements.txt").read_text(), re.M)
     assert pin, "otter-grader is not pinned in requirements.txt"
     first_code = next(c for c in json.loads(text)["cells"] if c["cell_type"] == "code")
@@ -268,9 +313,53 @@ def test_chinese_versions_are_complete_and_run_the_same_code() -> None:
         assert i18n.problems(english, po, name) == [], "translate them: assignments/i18n/zh_CN"
         assert i18n.slide_name_problems(po) == []
         pairs = list(zip(english["cells"], chinese["cells"], strict=True))
+        grader = (ba.grader_line(name), ba.grader_line(name, chinese=True))
         for en, zh in pairs:
             if en["cell_type"] == "code":
-                code = i18n.code_signature(i18n.source(en))[0]
+                code = i18n.code_signature(i18n.source(en).replace(*grader))[0]
                 assert code == i18n.code_signature(i18n.source(zh))[0], f"{name}: code differs"
         changed = [zh for en, zh in pairs if en["cell_type"] == "markdown" and en != zh]
         assert len(changed) >= 5, f"{name}: only {len(changed)} Markdown cells in Chinese"
+
+
+def _without_messages(code: str) -> tuple[str, list[str]]:
+    """A test file's code with every assert message blanked, and the messages (as written)."""
+    tree = ast.parse(code)
+    messages = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):  # an assert without a message counts as ""
+            messages.append(ast.unparse(node.msg) if node.msg is not None else "")
+            node.msg = ast.Constant("")
+    return ast.dump(tree), messages
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chinese_public_tests_are_the_tests_with_chinese_messages(name) -> None:
+    """tests/zh/qN.py (what the Chinese notebook's grader.check runs) is tests/qN.py with each
+    assert's message from the catalog: the same test code, every message in Chinese."""
+    import polib
+
+    from tools import i18n
+
+    tests = ba.STUDENT / name / "tests"
+    english = sorted(p.name for p in tests.glob("q*.py"))
+    assert english and sorted(p.name for p in (tests / "zh").glob("q*.py")) == english
+    usable = i18n.translations(polib.pofile(str(ba.ZH_CATALOGS / f"{name}.po"), wrapwidth=0))
+    untranslated = [e.msgid for e in ba.message_entries(tests) if (e.msgctxt, e.msgid) not in usable]
+    assert untranslated == [], "translate them in assignments/i18n/zh_CN, then make assignments"
+    for test_file in english:
+        en_code, en_messages = _without_messages((tests / test_file).read_text(encoding="utf-8"))
+        zh_code, zh_messages = _without_messages((tests / "zh" / test_file).read_text(encoding="utf-8"))
+        assert zh_code == en_code, f"{name} {test_file}: the Chinese test's code differs"
+        assert len(zh_messages) == len(en_messages) >= 1
+        assert all(CJK.search(m) for m in zh_messages), f"{name} {test_file}: {zh_messages}"
+
+
+def test_message_translation_keeps_the_fields() -> None:
+    """A message's translation must be one string literal with the English {…} fields."""
+    assert ba.message_problem("f'got {got}'", "f'你的结果是 {got}'") is None
+    assert "fields" in ba.message_problem("f'got {got}'", "f'你的结果是 {got!r}'")
+    assert "literal" in ba.message_problem("'job 17'", "作业 17")
+    code = "def t(f):\n    assert f(1) == 2, f'got {f(1)}'\n    assert f(2), 'two'\n"
+    usable = {("q1#message", "'two'"): "'二'"}
+    assert ba.translate_messages(code, usable, "q1") == code.replace("'two'", "'二'")

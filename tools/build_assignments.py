@@ -6,7 +6,11 @@ goes through `otter assign`:
 * the student version (solutions and hidden tests stripped, public tests in tests/) is copied to
   assignments/student/NN_name/ — committed: students open it from git or Colab;
 * its Chinese version NN_name.zh.ipynb beside it, where assignments/i18n/zh_CN/NN_name.po exists
-  (same code and tests; Markdown and comments from the catalog, as notebooks/zh/ is made);
+  (same code; Markdown, comments and printed text from the catalog, as notebooks/zh/ is made),
+  with its public tests in tests/zh/: the same tests, each assert's message from the catalog
+  (entries `qN#message`, msgid = the literal as otter writes it, quotes and all); its grader line
+  names them (`otter.Notebook("NN_name.zh.ipynb", tests_dir="tests/zh")`), the one line of code
+  that differs;
 * the autograder (solutions notebook, every test, and the zip `otter run -a` / Gradescope take) stays
   in build/assignments/NN_name/autograder/ — build output, not committed.
 
@@ -21,6 +25,7 @@ unchanged master changes nothing in git (tests/test_assignments.py compares a re
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import filecmp
 import io
@@ -32,6 +37,8 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script (python tools/build_assignments.py): import tools.*
+    sys.path.insert(0, str(ROOT))
 SOURCE = ROOT / "assignments" / "source"
 STUDENT = ROOT / "assignments" / "student"
 BUILD = ROOT / "build" / "assignments"
@@ -64,11 +71,77 @@ def stabilise(notebook: Path) -> None:
     nbformat.write(nb, notebook)
 
 
+def grader_line(name: str, chinese: bool = False) -> str:
+    """The setup cell's line that makes the grader: the Chinese notebook's reads tests/zh/."""
+    if chinese:
+        return f'grader = otter.Notebook("{name}.zh.ipynb", tests_dir="tests/zh")'
+    return f'grader = otter.Notebook("{name}.ipynb")'
+
+
+def _message_nodes(code: str) -> list[ast.expr]:
+    """The string-literal messages of a test file's asserts, in source order."""
+    nodes = [n.msg for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Assert)]
+    return sorted((m for m in nodes if isinstance(m, (ast.Constant, ast.JoinedStr))),
+                  key=lambda m: (m.lineno, m.col_offset))
+
+
+def _fields(node: ast.expr) -> list[str]:
+    """An f-string's replacement fields ({…}), which a translation keeps; [] for a plain string."""
+    values = node.values if isinstance(node, ast.JoinedStr) else []
+    return [ast.dump(v) for v in values if isinstance(v, ast.FormattedValue)]
+
+
+def message_entries(tests: Path) -> list:
+    """The catalog entries of a student version's public tests: one per distinct assert message
+    of each tests/qN.py (msgctxt `qN#message`, msgid the literal as written)."""
+    from tools import i18n
+
+    entries = []
+    for path in sorted(tests.glob("q*.py")):
+        code = path.read_text(encoding="utf-8")
+        texts = [ast.get_source_segment(code, m) for m in _message_nodes(code)]
+        entries += [i18n.Entry(f"{path.stem}#message", t) for t in dict.fromkeys(texts)]
+    return entries
+
+
+def message_problem(english: str, chinese: str) -> str | None:
+    """Why `chinese` cannot replace the message literal `english` (None: it can)."""
+    try:
+        node = ast.parse(chinese.strip(), mode="eval").body
+    except SyntaxError as error:
+        return f"not a Python string literal ({error.msg})"
+    if not (isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant)
+            and isinstance(node.value, str)):
+        return "not a single string literal"
+    if _fields(node) != _fields(ast.parse(english, mode="eval").body):
+        return "its {…} fields differ from the English ones"
+    return None
+
+
+def translate_messages(code: str, usable: dict[tuple[str, str], str], question: str) -> str:
+    """A test file with each assert message replaced by its translation (the code unchanged)."""
+    lines = code.split("\n")
+    for node in reversed(_message_nodes(code)):  # from the end: earlier positions stay valid
+        english = ast.get_source_segment(code, node)
+        chinese = usable.get((f"{question}#message", english))
+        if not chinese:
+            continue
+        problem = message_problem(english, chinese)
+        if problem:
+            raise ValueError(f"{question}: the translation of {english!r}: {problem}")
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start = len(lines[first].encode()[: node.col_offset].decode())  # ast counts UTF-8 bytes
+        end = len(lines[last].encode()[: node.end_col_offset].decode())
+        lines[first : last + 1] = [lines[first][:start] + chinese.strip() + lines[last][end:]]
+    return "\n".join(lines)
+
+
 def chinese_version(notebook: Path, *, update_catalog: bool = False) -> Path | None:
-    """NN_name.zh.ipynb beside the student notebook, from its catalog in assignments/i18n/zh_CN/
-    (the lecture notebooks' format and tools: i18n/README.md); None without a catalog.
-    `update_catalog` merges the notebook's English into the catalog first (new entries empty,
-    changed ones fuzzy), as `make i18n` does for the lecture notebooks."""
+    """NN_name.zh.ipynb beside the student notebook and its public tests in tests/zh/, from the
+    catalog in assignments/i18n/zh_CN/ (the lecture notebooks' format and tools: i18n/README.md;
+    plus the tests' messages); None without a catalog. `update_catalog` merges the notebook's
+    English into the catalog first (new entries empty, changed ones fuzzy), as `make i18n` does
+    for the lecture notebooks."""
     import polib
 
     from tools import i18n
@@ -78,11 +151,24 @@ def chinese_version(notebook: Path, *, update_catalog: bool = False) -> Path | N
     if not catalog.is_file():
         return None
     nb = i18n.load(notebook)
-    po, _ = i18n.merge(polib.pofile(str(catalog), wrapwidth=0), i18n.extract(nb, notebook.name))
+    tests = notebook.parent / "tests"
+    entries = i18n.extract(nb, notebook.name) + message_entries(tests)
+    po, _ = i18n.merge(polib.pofile(str(catalog), wrapwidth=0), entries)
     if update_catalog and catalog.read_text(encoding="utf-8") != po.__unicode__():
         catalog.write_text(po.__unicode__(), encoding="utf-8")
+    zh = i18n.generate_notebook(nb, po, set())
+    english_line, chinese_line = grader_line(notebook.stem), grader_line(notebook.stem, True)
+    setup = [c for c in zh["cells"] if english_line in i18n.source(c).split("\n")]
+    if len(setup) != 1:
+        raise ValueError(f"{notebook.name}: no setup cell with the line {english_line!r}")
+    setup[0]["source"] = i18n.lines_of(i18n.source(setup[0]).replace(english_line, chinese_line))
     out = notebook.with_name(f"{notebook.stem}.zh.ipynb")
-    out.write_text(dumps(i18n.generate_notebook(nb, po, set())), encoding="utf-8")
+    out.write_text(dumps(zh), encoding="utf-8")
+    usable = i18n.translations(po)
+    (tests / "zh").mkdir(exist_ok=True)
+    for path in sorted(tests.glob("q*.py")):
+        code = translate_messages(path.read_text(encoding="utf-8"), usable, path.stem)
+        (tests / "zh" / path.name).write_text(code, encoding="utf-8")
     return out
 
 

@@ -9,5 +9,6 @@ points = 2
 def test_gpu_env(gpu_env):
     env = gpu_env([0, 2], True)
     assert env is not None, 'gpu_env returns None: replace ... with your code'
-    assert env == {'CUDA_VISIBLE_DEVICES': '0,2', 'TF_FORCE_GPU_ALLOW_GROWTH': 'true'}, env
+    expected = {'CUDA_VISIBLE_DEVICES': '0,2', 'TF_FORCE_GPU_ALLOW_GROWTH': 'true'}
+    assert env == expected, f'expected {expected}, got {env}'
 

@@ -9,5 +9,5 @@ points = 3
 def test_slurm_tf_config(slurm_tf_config):
     got = slurm_tf_config(['node8', 'node9'], 0, 20017)
     assert got is not None, 'returns None: replace ... with your code'
-    assert got['cluster'] == {'worker': ['node8:20017', 'node9:20017']}, got
+    assert got['cluster'] == {'worker': ['node8:20017', 'node9:20017']}, f"two workers, host:port in Slurm's order; got {got}"
 
