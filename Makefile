@@ -12,7 +12,7 @@ TB_PORT   ?= 6006
 # `make lab COURSE_LANG=zh`; README.zh.md). Both stay reachable in JupyterLab's file browser.
 COURSE_LANG ?= en
 
-.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run slides slide-check book format lint i18n horovod slurm bench tensorboard gpu-check assignments clean
+.PHONY: venv lab test test-unit test-notebooks test-rehearsals test-horovod run run-zh slides slide-check book format lint i18n horovod slurm bench tensorboard gpu-check assignments clean
 
 venv:
 	@bash tools/bootstrap.sh
@@ -53,11 +53,15 @@ slurm: venv
 run: venv
 	@bash tools/run_full.sh
 
+# The same for the Chinese edition: notebooks/zh/ into build/zh/ (its printed text is Chinese).
+run-zh: venv
+	@bash tools/run_full.sh zh
+
 # Slideshows (reveal.js) and a static site of the course, from the executed notebooks of
 # `make run` in build/ (from notebooks/ without outputs if there are none): build/slides/,
 # build/site/index.html, and the Chinese edition's in build/slides/zh/ and build/site/zh/ (from
-# notebooks/zh/, with the outputs of the English executed copies: the code is the same), each
-# index, page and slideshow with a link to the other language.
+# notebooks/zh/, with the outputs of `make run-zh`, else of the English copies where a cell prints
+# no Chinese), each index, page and slideshow with a link to the other language.
 # tools/check_site.sh screenshots both with headless Chromium.
 slides: venv
 	$(PY) tools/build_site.py slides

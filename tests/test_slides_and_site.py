@@ -182,6 +182,15 @@ def test_the_chinese_edition_builds_with_the_english_outputs_and_a_switch(
     chinese["cells"][5]["source"] = "2 + 3  # 二加三"  # different code: the English output does not fit
     (root / "notebooks" / "zh" / "03_tiny.ipynb").write_text(json.dumps(chinese), encoding="utf-8")
     assert build_site.read_notebook(root / "notebooks" / "zh" / "03_tiny.ipynb", "zh").cells[5].outputs == []
+    chinese["cells"][5]["source"] = 'print("二加二")'  # printed text translated: no English output
+    english_print = json.loads(json.dumps(executed))
+    english_print["cells"][5]["source"] = 'print("two and two")'
+    (root / "notebooks" / "zh" / "03_tiny.ipynb").write_text(json.dumps(chinese), encoding="utf-8")
+    (root / "build" / "03_tiny.ipynb").write_text(json.dumps(english_print), encoding="utf-8")
+    assert build_site.read_notebook(root / "notebooks" / "zh" / "03_tiny.ipynb", "zh").cells[5].outputs == []
+    (root / "build" / "zh").mkdir()  # `make run-zh`: the Chinese executed copy wins
+    (root / "build" / "zh" / "03_tiny.ipynb").write_text(json.dumps(executed), encoding="utf-8")
+    assert build_site.read_notebook(root / "notebooks" / "zh" / "03_tiny.ipynb", "zh").cells[5].outputs
 
 
 def with_check_cell(nb: dict) -> dict:

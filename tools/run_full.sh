@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: execute every notebook with full settings into build/ (executed .ipynb + HTML).
+# `make run-zh` (tools/run_full.sh zh): the Chinese edition, notebooks/zh/ into build/zh/, for
+# a site and slides whose outputs are Chinese too (tools/build_site.py).
 #
 # One nbconvert call per notebook: nbconvert remembers the kernel of the first notebook it
 # executes, so a single call would run notebook 07 in the python3 kernel instead of its own
@@ -11,9 +13,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PY:-.venv/bin/python}"
 export COURSE_SMOKE=0
-mkdir -p build
+SOURCE=notebooks OUT=build
+if [[ "${1:-}" == zh ]]; then SOURCE=notebooks/zh OUT=build/zh; fi
+mkdir -p "$OUT"
 
-mapfile -t NOTEBOOKS < <(ls notebooks/[0-9][0-9]_*.ipynb)
+mapfile -t NOTEBOOKS < <(ls "$SOURCE"/[0-9][0-9]_*.ipynb)
 executed=()
 for nb in "${NOTEBOOKS[@]}"; do
     if [[ "$(basename "$nb")" == 07_* ]]; then
@@ -28,8 +32,8 @@ for nb in "${NOTEBOOKS[@]}"; do
     fi
     start=$SECONDS
     "$PY" -m jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=7200 \
-        --output-dir build "$nb"
+        --output-dir "$OUT" "$nb"
     echo "run_full: $nb executed with full settings in $((SECONDS - start)) s"
-    executed+=("build/$(basename "$nb")")
+    executed+=("$OUT/$(basename "$nb")")
 done
-"$PY" -m jupyter nbconvert --to html --output-dir build "${executed[@]}"
+"$PY" -m jupyter nbconvert --to html --output-dir "$OUT" "${executed[@]}"
