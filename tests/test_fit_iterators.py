@@ -138,7 +138,7 @@ def _problems_in(path: Path) -> list[str]:
 
 
 def _files() -> list[Path]:
-    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
     return notebooks + sorted((ROOT / "scripts").rglob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
 
 
