@@ -313,7 +313,7 @@ def test_chinese_versions_are_complete_and_run_the_same_code() -> None:
         assert i18n.problems(english, po, name) == [], "translate them: assignments/i18n/zh_CN"
         assert i18n.slide_name_problems(po) == []
         pairs = list(zip(english["cells"], chinese["cells"], strict=True))
-        grader = (ba.grader_line(name), ba.grader_line(name, chinese=True))
+        grader = (ba.grader_line(), ba.grader_line(chinese=True))
         for en, zh in pairs:
             if en["cell_type"] == "code":
                 code = i18n.code_signature(i18n.source(en).replace(*grader))[0]
@@ -363,3 +363,53 @@ def test_message_translation_keeps_the_fields() -> None:
     code = "def t(f):\n    assert f(1) == 2, f'got {f(1)}'\n    assert f(2), 'two'\n"
     usable = {("q1#message", "'two'"): "'二'"}
     assert ba.translate_messages(code, usable, "q1") == code.replace("'two'", "'二'")
+
+
+class _ColabShell:
+    """What otter looks for to know it runs on Colab: the shell's class path."""
+
+    def __str__(self) -> str:
+        return "<google.colab._shell.Shell object>"
+
+
+@pytest.mark.parametrize(("name", "notebook"), EDITIONS, ids=[e[1] for e in EDITIONS])
+def test_colab_setup_cell_installs_the_grader_and_fetches_the_tests(name, notebook, monkeypatch,
+                                                                      tmp_path) -> None:
+    """The first code cell's Colab branch, run as on Colab (a stand-in google.colab, an empty
+    /content, otter told it runs on Colab) with pip and git recorded instead of run: it installs
+    requirements.txt's otter-grader, clones the course, copies this homework's public tests, and
+    grader.check then finds them (the Chinese notebook its tests/zh/) and fails with the hint."""
+    import types
+
+    import otter.check.utils
+
+    pin = re.search(r"^otter-grader==\S+$", (ba.ROOT / "requirements.txt").read_text(), re.M)
+    calls = []
+
+    def run(cmd, check=False, **kwargs):  # pip: recorded; git clone: the committed student folder
+        calls.append(cmd)
+        if cmd[:2] == ["git", "clone"]:
+            shutil.copytree(ba.STUDENT / name, Path(cmd[-1]) / "assignments" / "student" / name)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    content = tmp_path / "content"
+    content.mkdir()
+    monkeypatch.chdir(content)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(otter.check.utils, "get_ipython", _ColabShell)
+    cells = [c for c in nbformat.read(ba.STUDENT / name / notebook, as_version=4).cells
+             if c.cell_type == "code"]
+    env: dict = {"__name__": "__main__"}
+    exec(compile(cells[0].source, notebook, "exec"), env)
+    assert calls[0] == [sys.executable, "-m", "pip", "install", "-q", pin.group(0)]
+    assert calls[1][:3] == ["git", "clone", "--depth=1"]
+    assert calls[1][3] == "https://github.com/tf-distributed-course/gpu-distributed-training.git"
+    assert len(calls) == 2 and (content / "tests" / "q1.py").is_file()
+    assert env["grader"].interpreter is otter.check.utils.IPythonInterpreter.COLAB
+    for cell in cells[1:]:
+        if not cell.source.startswith("grader.check("):
+            exec(compile(cell.source, notebook, "exec"), env)
+    result = eval('grader.check("q1")', env)
+    message = next(r.message for r in result.test_case_results if not r.passed)
+    assert "..." in message and (CJK.search(message) or not notebook.endswith(".zh.ipynb"))

@@ -9,8 +9,7 @@ goes through `otter assign`:
   (same code; Markdown, comments and printed text from the catalog, as notebooks/zh/ is made),
   with its public tests in tests/zh/: the same tests, each assert's message from the catalog
   (entries `qN#message`, msgid = the literal as otter writes it, quotes and all); its grader line
-  names them (`otter.Notebook("NN_name.zh.ipynb", tests_dir="tests/zh")`), the one line of code
-  that differs;
+  reads them (`otter.Notebook(tests_dir="tests/zh")`), the one line of code that differs;
 * the autograder (solutions notebook, every test, and the zip `otter run -a` / Gradescope take) stays
   in build/assignments/NN_name/autograder/ — build output, not committed.
 
@@ -71,11 +70,11 @@ def stabilise(notebook: Path) -> None:
     nbformat.write(nb, notebook)
 
 
-def grader_line(name: str, chinese: bool = False) -> str:
-    """The setup cell's line that makes the grader: the Chinese notebook's reads tests/zh/."""
-    if chinese:
-        return f'grader = otter.Notebook("{name}.zh.ipynb", tests_dir="tests/zh")'
-    return f'grader = otter.Notebook("{name}.ipynb")'
+def grader_line(chinese: bool = False) -> str:
+    """The setup cell's line that makes the grader: the Chinese notebook's reads tests/zh/. No
+    notebook file name, as otter assign writes it for Colab, where the notebook is not in the
+    working directory (otter would fail to read it); grader.check needs only the tests."""
+    return 'grader = otter.Notebook(tests_dir="tests/zh")' if chinese else "grader = otter.Notebook()"
 
 
 def _message_nodes(code: str) -> list[ast.expr]:
@@ -157,7 +156,7 @@ def chinese_version(notebook: Path, *, update_catalog: bool = False) -> Path | N
     if update_catalog and catalog.read_text(encoding="utf-8") != po.__unicode__():
         catalog.write_text(po.__unicode__(), encoding="utf-8")
     zh = i18n.generate_notebook(nb, po, set())
-    english_line, chinese_line = grader_line(notebook.stem), grader_line(notebook.stem, True)
+    english_line, chinese_line = grader_line(), grader_line(chinese=True)
     setup = [c for c in zh["cells"] if english_line in i18n.source(c).split("\n")]
     if len(setup) != 1:
         raise ValueError(f"{notebook.name}: no setup cell with the line {english_line!r}")
