@@ -6,7 +6,8 @@ in a fresh process, the two alternating, and the medians are printed with their 
 47's bar: within about 10 %). What is measured: the shard pipeline (``make_dataset`` on
 TFRecord shards written by the same package) on the built-in smoke doodles, 64×64, batch 64,
 with float32 and with uint8 images; drawings per second of wall clock and per CPU-second of
-the process (the latter moves less when other work shares the cores).
+the process (the latter moves less when other work shares the cores). The ratio printed is the
+median of each round's after/before, the two measured one right after the other.
 
     python benchmarks/bench_pipeline_before_after.py              # 3 rounds
     python benchmarks/bench_pipeline_before_after.py --rounds 5 --before e870828
@@ -88,11 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"shard pipeline, built-in smoke doodles, 64x64, batch 64: medians of {args.rounds} processes "
           f"per side, alternating; before = {args.before}, after = this tree; {os.cpu_count()} CPU cores")
-    print(f"{'drawings/s':32s} {'before':>9s} {'after':>9s} {'after/before':>13s}")
+    print(f"{'drawings/s':32s} {'before':>9s} {'after':>9s} {'after/before':>13s}  (each round's ratio)")
     for dtype in ("float32", "uint8"):
         for clock, name in (("wall", "wall clock"), ("cpu", "per CPU-second")):
-            before, after = (statistics.median(r[dtype][clock] for r in rates[s]) for s in sides)
-            print(f"{dtype + ' images, ' + name:32s} {before:9,.0f} {after:9,.0f} {after / before:13.2f}")
+            before, after = ([r[dtype][clock] for r in rates[side]] for side in sides)
+            ratios = [a / b for a, b in zip(after, before, strict=True)]
+            print(f"{dtype + ' images, ' + name:32s} {statistics.median(before):9,.0f} "
+                  f"{statistics.median(after):9,.0f} {statistics.median(ratios):13.2f}  "
+                  f"({', '.join(f'{r:.2f}' for r in ratios)})")
     return 0
 
 

@@ -120,3 +120,21 @@ def test_worker_with_a_memory_cap_on_a_cpu_only_machine_starts() -> None:
     )
     assert result.ok, result.tail()
     assert result.stdout.split() == ["RING", "2048", "1", "2048"]
+
+
+def test_prepare_notes_the_rehearsal_in_the_plan_and_the_banner() -> None:
+    """Under the GPU rehearsal the plan carries its one-line note; utils.setup prints it."""
+    result = run_python(
+        """
+        import os
+        os.environ["COURSE_REHEARSE_GPUS"] = "1x15360@7.5:Tesla T4"
+        import infra.devices
+        import utils
+        course = utils.setup(chapter=0, plan=infra.devices.prepare(logical_devices=3))
+        print("kind", course.device_kind, course.replicas, course.rehearsal)
+        """,
+        timeout=180,
+    )
+    assert result.ok, result.tail()
+    assert "kind logical-gpu 2 True" in result.stdout  # one rehearsed GPU: two logical GPUs, not 3 CPUs
+    assert "Rehearsal of 1 GPU (Tesla T4" in result.stdout
