@@ -25,7 +25,6 @@ from utils.devices import (
     DevicePlan,
     GpuInfo,
     WorkerDevices,
-    current_plan,  # noqa: F401 - the old place of utils.devices.current_plan
     plan_devices,
     remember_plan,
 )
