@@ -421,7 +421,7 @@ def test_readme_zh_is_in_step_with_readme_and_the_notebooks() -> None:
     for _, target in i18n._LINK.findall(text):
         if not re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target, re.I):
             assert (i18n.ROOT / target.split("#")[0]).exists(), f"README.zh.md: broken link {target}"
-    assert "代替" in text and "在 nbval 下运行中文版的 00 和 02" in text  # in place of, not in addition
+    assert "代替" in text and "在 nbval 下运行中文版的 00、02、09 和 12" in text  # in place of, not in addition
 
 
 def test_readme_check_sees_a_changed_introduction_and_a_wrong_row(tmp_path: Path, monkeypatch) -> None:
