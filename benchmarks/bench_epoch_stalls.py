@@ -50,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     import keras
     import tensorflow as tf
 
-    from utils import models, training
+    from quickdraw.arrays import doodle_arrays
+    from utils import models
 
-    data = training.doodle_arrays("full", "train", limit=args.limit)
-    val = training.doodle_arrays("full", "val")
+    data = doodle_arrays("full", "train", limit=args.limit)
+    val = doodle_arrays("full", "val")
     if args.strategy == "mirrored":
         strategy = tf.distribute.MirroredStrategy(course.devices)
     else:

@@ -47,10 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     import keras
     import tensorflow as tf
 
-    from utils import models, training
+    from quickdraw.arrays import doodle_arrays
+    from utils import models
 
     strategy = tf.distribute.MirroredStrategy(course.devices)
-    doodles = training.doodle_arrays("smoke", "train", 28, limit=1024)
+    doodles = doodle_arrays("smoke", "train", 28, limit=1024)
 
     def batches() -> tf.data.Dataset:
         return (

@@ -46,10 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf
 
     import quickdraw as qd
-    from utils import models, perf, training
+    from quickdraw.arrays import doodle_arrays
+    from utils import models, perf
 
     strategy = tf.distribute.MirroredStrategy(course.devices)
-    doodles = training.doodle_arrays("smoke", "train", 28, limit=1024)
+    doodles = doodle_arrays("smoke", "train", 28, limit=1024)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     batches = tf.data.Dataset.from_tensor_slices((doodles.x, doodles.y)).batch(args.batch_size, drop_remainder=True)
     where = "simulated replicas on this CPU" if course.simulated else f"{course.replicas} {course.device_kind}s"

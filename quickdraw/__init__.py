@@ -17,6 +17,10 @@ The real test set shipped in ``data/real/`` (Google's drawings of the same class
     x, y, names = qd.load_real_test(image_size=32)   # 25 real drawings per built-in class
     qd.real_test_dir()                               # data/real/simplified (Google ndjson)
 
+A split rendered once into NumPy arrays, cached under ``build/cache/`` (notebooks 04, 05, 08, 11)::
+
+    train = qd.doodle_arrays("smoke", "train")   # train.x (N, 28, 28, 1) float32, train.y, train.class_names
+
 Labels::
 
     labels = qd.resolve_labels(path)   # labels.json, else the sorted class-file names
@@ -65,6 +69,7 @@ Modules: :mod:`~quickdraw.labels`, :mod:`~quickdraw.formats`,
 ``quickdraw/README.md``. Used in notebooks 04, 05, 06 and 07.
 """
 
+from quickdraw.arrays import DoodleArrays, doodle_arrays
 from quickdraw.augment import augment_strokes
 from quickdraw.formats import (
     Drawing,
@@ -107,6 +112,8 @@ from quickdraw.synthetic import builtin_dir, ensure_builtin_data, generate_built
 
 __all__ = [
     "BUILTIN_CLASSES",
+    "DoodleArrays",
+    "doodle_arrays",
     "KAGGLE_INSTRUCTIONS",
     "Drawing",
     "augment_strokes",

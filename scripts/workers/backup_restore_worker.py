@@ -40,8 +40,9 @@ def main() -> None:
     import keras
 
     from infra.process import report
+    from quickdraw.arrays import doodle_arrays
     from utils.models import build_cnn
-    from utils.training import doodle_arrays, weights_digest
+    from utils.training import weights_digest
 
     keras.utils.set_random_seed(42)
     strategy = tf.distribute.MirroredStrategy(strategy_devices())

@@ -35,8 +35,9 @@ def main() -> None:
 
     from infra.devices import configure_worker
     from infra.process import report
+    from quickdraw.arrays import doodle_arrays
     from utils.models import build_cnn
-    from utils.training import doodle_arrays, weights_digest
+    from utils.training import weights_digest
 
     task = os.environ.get("COURSE_TASK", "worker:0")
     worker = configure_worker()  # extra code – the GPU (or CPU) infra.cluster assigned, before TF starts

@@ -41,8 +41,9 @@ def main() -> None:
 
     from infra.devices import configure_worker
     from infra.process import report
+    from quickdraw.arrays import doodle_arrays
     from utils.models import build_cnn
-    from utils.training import doodle_arrays, weights_digest
+    from utils.training import weights_digest
 
     keras = tf.keras  # Keras 3, or Keras 2 (tf-keras) when TF_USE_LEGACY_KERAS=1
     legacy = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
