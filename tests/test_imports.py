@@ -14,11 +14,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("utils", "infra", "quickdraw", "scripts", "tools")
 UPWARD = ("infra", "quickdraw", "scripts", "tools")  # what utils must not import
-ALLOWED_UPWARD = {
-    # the name notebooks 04, 05, 08 and 11 call, handing over to the data layer's doodle_arrays:
-    # gone once their cells call quickdraw.arrays.doodle_arrays (and 04's prose names it)
-    ("utils.training", "quickdraw.arrays"),
-}
 
 
 def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -91,13 +86,13 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """Imports from ``utils`` into the rest of the repository, but the allowed ones."""
+    """Imports from ``utils`` into the rest of the repository."""
     return sorted(
         (m, t)
         for m, targets in graph.items()
         if m.split(".")[0] == "utils"
         for t in targets
-        if t.split(".")[0] in UPWARD and (m, t) not in ALLOWED_UPWARD
+        if t.split(".")[0] in UPWARD
     )
 
 

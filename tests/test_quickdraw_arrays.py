@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from quickdraw import arrays
-from utils import training
 
 
 def test_doodle_arrays_renders_caches_and_limits(tmp_path) -> None:
@@ -49,12 +48,3 @@ def test_doodle_arrays_cache_follows_the_data(tmp_path) -> None:
     (data / ".counts.json").write_text("{}")
     assert arrays.data_fingerprint(data) == before
 
-
-def test_utils_training_hands_over_to_the_data_layer(tmp_path) -> None:
-    """``utils.training.doodle_arrays``, the name the notebooks call, gives the same arrays."""
-    import quickdraw as qd
-
-    data = qd.generate_builtin(tmp_path / "doodles", per_class=3, classes=qd.BUILTIN_CLASSES[:2], seed=1)
-    direct = arrays.doodle_arrays(data, "all", 16, cache_dir=None)
-    handed = training.doodle_arrays(data, "all", 16, cache_dir=None)
-    assert np.array_equal(direct.x, handed.x) and handed.class_names == direct.class_names

@@ -1,13 +1,13 @@
 """The worker kit: what the training notebooks and their worker programs share.
 
-The doodle arrays the data layer renders (:func:`doodle_arrays`), and the two checks every
-distributed run ends with: a weights digest
-(equal digests = bit-identical weights on every worker/rank) and the largest weight
-difference between two runs. The tf.distribute lessons themselves (strategies, scopes,
-``strategy.run``, checkpoints) stay in the notebooks; the model is :func:`utils.models.build_cnn`.
-Used by notebooks 04, 05 and 07 and by ``scripts/workers/``. NumPy only at import time and
-no NumPy-2-only API: notebook 07's Horovod environment (TensorFlow 2.12, NumPy 1.23) uses
-:func:`weights_digest` and :func:`max_weight_difference` too.
+The two checks every distributed run ends with: a weights digest (equal digests =
+bit-identical weights on every worker/rank) and the largest weight difference between two
+runs; and the worker scripts' ``--pause`` option. The doodle arrays they train on come from
+the data layer (``quickdraw.doodle_arrays``). The tf.distribute lessons themselves
+(strategies, scopes, ``strategy.run``, checkpoints) stay in the notebooks; the model is
+:func:`utils.models.build_cnn`. Used by notebooks 04, 05 and 07 and by ``scripts/workers/``.
+NumPy only at import time and no NumPy-2-only API: notebook 07's Horovod environment
+(TensorFlow 2.12, NumPy 1.23) uses :func:`weights_digest` and :func:`max_weight_difference` too.
 """
 
 from __future__ import annotations
@@ -19,15 +19,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-
-
-def doodle_arrays(*args: Any, **kwargs: Any) -> Any:
-    """:func:`quickdraw.arrays.doodle_arrays`: a split of doodles rendered once, cached, as
-    NumPy arrays. The data layer renders them; this name stays until the cells of notebooks 04,
-    05, 08 and 11 call ``quickdraw.arrays.doodle_arrays`` themselves."""
-    from quickdraw.arrays import doodle_arrays as rendered
-
-    return rendered(*args, **kwargs)
 
 
 def add_pause_option(parser: argparse.ArgumentParser) -> None:
