@@ -16,7 +16,7 @@ docstring):
 - :mod:`utils.allreduce`   – ring all-reduce and parameter-server simulations (01)
 - :mod:`utils.syncsim`     – synchronous vs asynchronous SGD simulation (01)
 - :mod:`utils.models`      – the small CNN and the capstone's MobileNet (04–07)
-- :mod:`utils.training`    – worker kit: weights digest and difference, the doodle arrays of ``quickdraw.arrays`` (04, 05, 07)
+- :mod:`utils.training`    – worker kit: weights digest and difference (04, 05, 07)
 - :mod:`utils.metrics`     – MAP@3 as NumPy and as a Keras metric (06)
 - :mod:`utils.perf`        – input-bound check, the profiler trace read in code, tf.data service (06, 08)
 - :mod:`utils.submission`  – write and validate a Kaggle submission (06)
