@@ -209,6 +209,8 @@ print(f"one step takes {table['step time']:.1f} s", "on 2 cores")
 print(table["step time"], ", ")
 plt.title("Loss per step")
 plt.plot([1], label=f"{len(table)} workers")
+plt.barh([0, 1], [2, 3], tick_label=["one bar", "other bar"])
+plt.gca().set(yticklabels=[f"stage {s}" for s in range(2)])
 """
 
 
@@ -216,7 +218,8 @@ def test_printed_literals_are_the_lesson_text_only() -> None:
     """print's and the plot labels' own string literals; not keys, separators or programs."""
     found = [p.text for p in i18n.printed_literals(PRINTING)]
     assert found == ["f\"one step takes {table['step time']:.1f} s\"", '"on 2 cores"',
-                     '"Loss per step"', 'f"{len(table)} workers"']
+                     '"Loss per step"', 'f"{len(table)} workers"', '"one bar"', '"other bar"',
+                     'f"stage {s}"']
     assert i18n.printed_literals("%%writefile w.py\nprint('the result')\n") == []
     assert i18n.printed_literals("%%bash\necho 'not python'\n") == []
 

@@ -121,7 +121,7 @@ def code_signature(code: str, where: str = "cell") -> tuple[list[tuple[int, str]
 # names, file names, programs' output that a cell parses) stay as they are.
 PRINTING_CALLS = {"print", "title", "suptitle", "set_title", "xlabel", "ylabel", "set_xlabel",
                   "set_ylabel"}
-PRINTING_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+PRINTING_KEYWORDS = {"label", "title", "xlabel", "ylabel", "tick_label", "xticklabels", "yticklabels"}
 _WORD = re.compile(r"[^\W\d_]{2,}|[\u4e00-\u9fff]")  # a word, or a Chinese character
 
 
@@ -172,13 +172,27 @@ def printed_literals(code: str) -> list[Printed]:
             nodes.extend(call.args)
         nodes.extend(k.value for k in call.keywords if k.arg in PRINTING_KEYWORDS)
     found = []
-    for node in nodes:
+    for node in _elements(nodes):
         if _is_text(node) and node.end_lineno is not None:
             text = ast.get_source_segment(blanked, node)
             start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
             found.append(Printed(text, _columns(blanked, start), _columns(blanked, end),
                                  _literal_fields(node)))
     return sorted(found, key=lambda p: p.start)
+
+
+def _elements(nodes: list[ast.expr]) -> list[ast.expr]:
+    """The nodes, with a list or tuple of labels (``tick_label=["a", "b"]``) and a comprehension's
+    element (``[f"stage {s}" for s in ...]``) in place of the container."""
+    found = []
+    for node in nodes:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            found.extend(node.elts)
+        elif isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            found.append(node.elt)
+        else:
+            found.append(node)
+    return found
 
 
 def _columns(code: str, position: tuple[int, int]) -> tuple[int, int]:
