@@ -22,8 +22,8 @@ are a heuristic, the same for every notebook, so shares compare notebooks and ve
 absolute truths.
 
 A second table, **the lecture figures** (issue 45), says whether a notebook can be presented in
-its slot. Over the **visible** code cells — every code cell but the setup cell and the check
-cells (tagged ``check``: folded away, slides skip them):
+its slot. Over the **visible** code cells — every code cell but the check cells (tagged
+``check``: folded away, slides skip them); the setup cell is one of them, as a reader sees it:
 
 * ``cells``: visible code cells; ``median``: their median length in lines, ``%%writefile``
   programs included (a cell's lines: all lines of its source, its magic line and blank ones
@@ -227,8 +227,6 @@ def lecture(path: Path) -> dict[str, Any]:
             if len(line) > LONG_LINE:
                 long_lines.append((index, number))
                 setup_long += is_setup(cell)
-        if is_setup(cell):
-            continue
         asserts["check" if is_check(cell) else "visible"] += count_asserts(source)
         if is_check(cell):
             continue
