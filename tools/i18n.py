@@ -466,13 +466,16 @@ SLIDE_NAMES = {"环形全归约": "Ring AllReduce", "参数服务器": "Paramete
                "分散归约": "Scatter Reduce", "全收集": "All Gather"}
 
 
+def _without_fields(text: str) -> str:
+    """A printed f-string's words: its {…} fields are code, not prose. Other text as it is."""
+    return re.sub(r"\{[^{}]*\}", " ", text) if text.lstrip()[:2] in ('f"', "f'") else text
+
+
 def rejected_variants(english: str, chinese: str) -> list[str]:
     """The rejected variants (REJECTED) in a translation's prose."""
     if chinese == english and re.match(r"[rRbBfFuU]{0,2}[\"']", english):
         return []  # a printed literal kept in English (a name, a command line): no Chinese prose
-    text = _prose(chinese)
-    if chinese.lstrip()[:2] in ('f"', "f'"):  # a printed f-string: its {…} fields are code
-        text = re.sub(r"\{[^{}]*\}", " ", text)
+    text = _without_fields(_prose(chinese))
     for title in re.findall(r"[(（*]([^()（）*]*[\u4e00-\u9fff][^()（）*]*)[)）*]", english):
         text = text.replace(title, " ")  # the slides' own titles, as the English quotes them
     text = re.sub(r"（[A-Za-z][A-Za-z .-]*）", " ", text)  # glosses: 轮（epoch）
@@ -500,9 +503,7 @@ def term_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...]],
     """Glossary terms of the English cell whose Chinese term the translation lacks. ``note`` is
     the entry's translator comment: a line ``not a term: pull, push`` exempts words the cell uses
     in another sense ("pulls the weights towards …")."""
-    prose, chinese = _prose(english), _prose(chinese)
-    if english.lstrip()[:2] in ('f"', "f'"):  # a printed f-string: its {…} fields are code
-        prose = re.sub(r"\{[^{}]*\}", " ", prose)
+    prose, chinese = _without_fields(_prose(english)), _prose(chinese)
     exempt = {
         w.strip().lower() for line in NOT_A_TERM.findall(note) for w in re.sub(r"\(.*?\)", "", line).split(",")
     }
