@@ -24,7 +24,7 @@ Colab's GPU runtime: under the one-GPU rehearsal (a T4; the CPU wheel stands in 
 branches run in its main stream.
 ``make test`` runs the faithful rehearsal when that environment can be built, else the simple one
 (tools/run_tests.sh).
-After the restart the Chinese 00 runs (``CHINESE_SESSION``): it must print its lesson in Chinese
+After the restart the Chinese 00 runs (:func:`chinese_run`): it must print its lesson in Chinese
 and draw its figure without a missing glyph (the Chinese font ``utils.figures`` registers).
 """
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,32 +62,29 @@ print("RESULT", json.dumps({"first cell": "".join(printed).strip(),
                             "errors": [o.ename for o in errors], "message": " ".join(o.evalue for o in errors)}))
 """
 
-# The Chinese notebook in a fresh kernel; its outputs read: Chinese printed, no glyph missing.
-CHINESE_SESSION = """
-import json, re, sys
-import nbformat
-from nbclient import NotebookClient
-
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, timeout=1800, allow_errors=True, kernel_name="python3").execute()
-outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-print("RESULT", json.dumps({"errors": [o.ename for o in outputs if o.output_type == "error"],
-                            "chinese lines": len(re.findall(r"(?m)^.*[\u4e00-\u9fff].*$", text)),
-                            "figures": sum("image/png" in o.get("data", {}) for o in outputs),
-                            "missing glyphs": len(re.findall(r"Glyph \\d+ .* missing", text))}))
-"""
+def chinese_output(nb: dict) -> dict:
+    """What the executed Chinese notebook shows: errors, Chinese lines printed, figures, and
+    matplotlib's warnings of a missing glyph."""
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    text = "".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream")
+    return {"errors": [o["ename"] for o in outputs if o["output_type"] == "error"],
+            "chinese lines": len(re.findall(r"(?m)^.*[\u4e00-\u9fff].*$", text)),
+            "figures": sum("image/png" in o.get("data", {}) for o in outputs),
+            "missing glyphs": len(re.findall(r"Glyph \d+ .* missing", text))}
 
 
 def chinese_run(python: str, content: Path, env: dict[str, str]) -> int:
-    """The Chinese 00 in a fresh kernel: no error, Chinese printed, its figure, no missing glyph."""
+    """The Chinese 00 in a fresh kernel (nbclient's ``jupyter-execute``, outputs kept in the
+    file): no error, Chinese printed, its figure, no missing glyph."""
     notebook = content / Path(CHINESE).name.replace(".ipynb", ".zh.ipynb")
-    run = subprocess.run([python, "-c", CHINESE_SESSION, str(notebook)], cwd=content, env=env,
+    execute = str(Path(python).with_name("jupyter-execute"))  # run by this copy's Python
+    run = subprocess.run([python, execute, "--inplace", "--allow-errors", "--timeout=1800",
+                          "--kernel_name=python3", str(notebook)], cwd=content, env=env,
                          capture_output=True, text=True)
-    result = next((json.loads(line[7:]) for line in run.stdout.splitlines() if line.startswith("RESULT ")), None)
+    result = chinese_output(json.loads(notebook.read_text(encoding="utf-8")))
     print(f"colab rehearsal: the Chinese 00 ran: {result}", flush=True)
-    good = result and not result["errors"] and result["chinese lines"] >= 3 and result["figures"] >= 1
-    if not good or result["missing glyphs"]:
+    good = not result["errors"] and result["chinese lines"] >= 3 and result["figures"] >= 1
+    if run.returncode != 0 or not good or result["missing glyphs"]:
         print("colab rehearsal: expected Chinese lines, a figure, no error and no missing glyph\n"
               + run.stderr[-2000:])
         return 1
