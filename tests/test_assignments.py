@@ -356,10 +356,13 @@ def test_chinese_public_tests_are_the_tests_with_chinese_messages(name) -> None:
 
 
 def test_message_translation_keeps_the_fields() -> None:
-    """A message's translation must be one string literal with the English {…} fields."""
-    assert ba.message_problem("f'got {got}'", "f'你的结果是 {got}'") is None
-    assert "fields" in ba.message_problem("f'got {got}'", "f'你的结果是 {got!r}'")
-    assert "literal" in ba.message_problem("'job 17'", "作业 17")
+    """A message's translation must be one string literal with the English {…} fields (the check
+    the lecture notebooks' printed text uses)."""
+    from tools.i18n import literal_problem
+
+    assert literal_problem("f'got {got}'", "f'你的结果是 {got}'") is None
+    assert "fields" in literal_problem("f'got {got}'", "f'你的结果是 {got!r}'")
+    assert "literal" in literal_problem("'job 17'", "作业 17")
     code = "def t(f):\n    assert f(1) == 2, f'got {f(1)}'\n    assert f(2), 'two'\n"
     usable = {("q1#message", "'two'"): "'二'"}
     assert ba.translate_messages(code, usable, "q1") == code.replace("'two'", "'二'")

@@ -247,7 +247,7 @@ def test_printed_literals_over_lines_and_the_term_law() -> None:
     code = 'print(f"epoch {epoch}: "\n      f"loss {loss:.2f}")\n'
     english = i18n.printed_literals(code)[0]
     chinese = 'f"第 {epoch} 轮："\n      f"损失 {loss:.2f}"'
-    assert i18n.literal_problem(english, chinese) is None
+    assert i18n.literal_problem(english.text, chinese) is None
     zh = i18n.translate_printed(code, {("c#printed", english.text): chinese}, "c")
     assert code_tokens(zh) == code_tokens(code) and zh.count("\n") == code.count("\n")
     assert i18n.rejected_variants(english.text, chinese) == []  # {epoch} is code

@@ -77,17 +77,14 @@ def grader_line(chinese: bool = False) -> str:
     return 'grader = otter.Notebook(tests_dir="tests/zh")' if chinese else "grader = otter.Notebook()"
 
 
-def _message_nodes(code: str) -> list[ast.expr]:
-    """The string-literal messages of a test file's asserts, in source order."""
+def message_literals(code: str) -> list:
+    """The string-literal messages of a test file's asserts, in source order (as tools.i18n's
+    printed literals: text, place, {…} fields)."""
+    from tools import i18n
+
     nodes = [n.msg for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Assert)]
-    return sorted((m for m in nodes if isinstance(m, (ast.Constant, ast.JoinedStr))),
-                  key=lambda m: (m.lineno, m.col_offset))
-
-
-def _fields(node: ast.expr) -> list[str]:
-    """An f-string's replacement fields ({…}), which a translation keeps; [] for a plain string."""
-    values = node.values if isinstance(node, ast.JoinedStr) else []
-    return [ast.dump(v) for v in values if isinstance(v, ast.FormattedValue)]
+    found = [i18n.literal_at(code, m) for m in nodes if isinstance(m, (ast.Constant, ast.JoinedStr))]
+    return sorted(found, key=lambda literal: literal.start)
 
 
 def message_entries(tests: Path) -> list:
@@ -98,41 +95,17 @@ def message_entries(tests: Path) -> list:
     entries = []
     for path in sorted(tests.glob("q*.py")):
         code = path.read_text(encoding="utf-8")
-        texts = [ast.get_source_segment(code, m) for m in _message_nodes(code)]
+        texts = [literal.text for literal in message_literals(code)]
         entries += [i18n.Entry(f"{path.stem}#message", t) for t in dict.fromkeys(texts)]
     return entries
 
 
-def message_problem(english: str, chinese: str) -> str | None:
-    """Why `chinese` cannot replace the message literal `english` (None: it can)."""
-    try:
-        node = ast.parse(chinese.strip(), mode="eval").body
-    except SyntaxError as error:
-        return f"not a Python string literal ({error.msg})"
-    if not (isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant)
-            and isinstance(node.value, str)):
-        return "not a single string literal"
-    if _fields(node) != _fields(ast.parse(english, mode="eval").body):
-        return "its {…} fields differ from the English ones"
-    return None
-
-
 def translate_messages(code: str, usable: dict[tuple[str, str], str], question: str) -> str:
     """A test file with each assert message replaced by its translation (the code unchanged)."""
-    lines = code.split("\n")
-    for node in reversed(_message_nodes(code)):  # from the end: earlier positions stay valid
-        english = ast.get_source_segment(code, node)
-        chinese = usable.get((f"{question}#message", english))
-        if not chinese:
-            continue
-        problem = message_problem(english, chinese)
-        if problem:
-            raise ValueError(f"{question}: the translation of {english!r}: {problem}")
-        first, last = node.lineno - 1, node.end_lineno - 1
-        start = len(lines[first].encode()[: node.col_offset].decode())  # ast counts UTF-8 bytes
-        end = len(lines[last].encode()[: node.end_col_offset].decode())
-        lines[first : last + 1] = [lines[first][:start] + chinese.strip() + lines[last][end:]]
-    return "\n".join(lines)
+    from tools import i18n
+
+    translations = {text: chinese for (context, text), chinese in usable.items() if context == f"{question}#message"}
+    return i18n.replace_literals(code, message_literals(code), translations, question)
 
 
 def chinese_version(notebook: Path, *, update_catalog: bool = False) -> Path | None:

@@ -171,14 +171,16 @@ def printed_literals(code: str) -> list[Printed]:
         if name in PRINTING_CALLS:
             nodes.extend(call.args)
         nodes.extend(k.value for k in call.keywords if k.arg in PRINTING_KEYWORDS)
-    found = []
-    for node in _elements(nodes):
-        if _is_text(node) and node.end_lineno is not None:
-            text = ast.get_source_segment(blanked, node)
-            start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
-            found.append(Printed(text, _columns(blanked, start), _columns(blanked, end),
-                                 _literal_fields(node)))
+    found = [literal_at(blanked, node) for node in _elements(nodes) if _is_text(node)]
     return sorted(found, key=lambda p: p.start)
+
+
+def literal_at(code: str, node: ast.expr) -> Printed:
+    """The string literal ``node`` of ``code``: its source text, where it is, its {…} fields.
+    Also for tools/build_assignments.py (the tests' assert messages)."""
+    start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+    return Printed(ast.get_source_segment(code, node), _columns(code, start), _columns(code, end),
+                   _literal_fields(node))
 
 
 def _elements(nodes: list[ast.expr]) -> list[ast.expr]:
@@ -202,8 +204,8 @@ def _columns(code: str, position: tuple[int, int]) -> tuple[int, int]:
     return line, len(text.encode("utf-8")[:offset].decode("utf-8"))
 
 
-def literal_problem(english: Printed, chinese: str) -> str | None:
-    """Why ``chinese`` cannot replace the printed literal ``english`` (None: it can)."""
+def literal_problem(english: str, chinese: str) -> str | None:
+    """Why ``chinese`` cannot replace the string literal ``english`` (both as written; None: it can)."""
     try:
         node = ast.parse(f"({chinese.strip()})", mode="eval").body  # in brackets: over lines too
     except SyntaxError as error:
@@ -212,7 +214,7 @@ def literal_problem(english: Printed, chinese: str) -> str | None:
         isinstance(node, ast.Constant) and not isinstance(node.value, str)
     ):
         return "not a single string literal"
-    if _literal_fields(node) != english.fields:
+    if _literal_fields(node) != _literal_fields(ast.parse(f"({english.strip()})", mode="eval").body):
         return "its {…} fields differ from the English ones"
     return None
 
@@ -618,20 +620,26 @@ def chinese_quotes(markdown: str) -> str:
     return re.sub("\ue000(\\d+)\ue001", lambda m: kept[int(m.group(1))], text)
 
 
-def translate_printed(code: str, usable: dict[tuple[str, str], str], cell_id: str) -> str:
-    """``code`` with every translated printed literal replaced; raises if a translation is not a
-    string literal with the English one's {…} fields."""
+def replace_literals(code: str, literals: list[Printed], translations: dict[str, str], where: str) -> str:
+    """``code`` with each of ``literals`` that ``translations`` maps (by its text) replaced; raises
+    if a translation is not a string literal with the English one's {…} fields."""
     lines = code.split("\n")
-    for literal in reversed(printed_literals(code)):  # from the end: earlier positions stay valid
-        chinese = usable.get((f"{cell_id}#printed", literal.text))
-        if chinese is None or chinese == literal.text:
+    for literal in reversed(literals):  # from the end: earlier positions stay valid
+        chinese = translations.get(literal.text)
+        if not chinese or chinese == literal.text:
             continue
-        problem = literal_problem(literal, chinese)
+        problem = literal_problem(literal.text, chinese)
         if problem:
-            raise ValueError(f"cell {cell_id}: the translation of {literal.text!r}: {problem}")
+            raise ValueError(f"{where}: the translation of {literal.text!r}: {problem}")
         (first, start), (last, end) = literal.start, literal.end
         lines[first - 1 : last] = (lines[first - 1][:start] + chinese.strip() + lines[last - 1][end:]).split("\n")
     return "\n".join(lines)
+
+
+def translate_printed(code: str, usable: dict[tuple[str, str], str], cell_id: str) -> str:
+    """``code`` with every translated printed literal replaced (:func:`replace_literals`)."""
+    translations = {text: chinese for (context, text), chinese in usable.items() if context == f"{cell_id}#printed"}
+    return replace_literals(code, printed_literals(code), translations, f"cell {cell_id}")
 
 
 def lines_of(text: str) -> list[str]:
