@@ -94,7 +94,7 @@ def _lecture_notebook(tmp_path: Path) -> Path:
         _md("# 1 · Title\n"),
         _md("## Overview\n\nYou will learn:\n\n* one thing;\n* another.\n\n**Lecture slot:** ~30 min (core: §1)\n"),
         _md("## Setup\n"),
-        _code(SETUP),  # the setup cell: not a visible cell, but its long line counts
+        _code(SETUP),  # the setup cell: a visible cell (3 lines), its long line counted apart
         _md("## 1 · Core\n\nThe smoke test of the harness (`nbval` and `make test` in code spans don't count).\n\n"
             "```\nrehearsal in a code block\n```\n"),
         _code("a = 1\nb = 2\n\nprint(a + b)\n\n"),  # 4 lines: blank line inside counted, trailing not
@@ -116,8 +116,8 @@ def test_lecture_figures_count_visible_cells_only(tmp_path: Path) -> None:
     from tools.lesson_lines import lecture
 
     f = lecture(_lecture_notebook(tmp_path))
-    assert f["cells"] == 9  # setup and check cells left out; the program counted as a cell
-    assert f["median"] == 4  # of 4, 1, 31, 62, 2, 31, 31, 1, 1 lines — the program included
+    assert f["cells"] == 10  # check cells left out; the setup cell and the program counted as cells
+    assert f["median"] == 3.5  # of 3, 4, 1, 31, 62, 2, 31, 31, 1, 1 lines — setup and program included
     assert f["over 30"] == [8, 13, 14] and f["programs"] == [(9, 62)] and f["program"] == 62
     assert f["long lines"] == [(3, 3), (6, 3)] and f["setup long lines"] == 1  # check and setup cells too
     assert f["overview"] == 8  # every line of the cell, heading and blank lines included
