@@ -1,20 +1,10 @@
-"""Child processes: start, environment, watch, signal and reap — the one place that does it.
+"""Child processes: start, environment, signal and reap — the one place that does it.
 
-TensorFlow's device settings, memory growth and ``TF_CONFIG`` are read once per process, so
-the course runs every variant, every worker and every failure in a **child process**. Every
-child is started by :func:`start_child`: in its own process group (so a signal reaches its
-children too), with the project importable, and on Linux with the parent-death signal set
-(it gets SIGTERM if the launching process is killed outright, e.g. a kernel restart). Every
-child is ended by :func:`stop_child`: SIGTERM to the group, a grace period, then SIGKILL.
-
-- :func:`run_python` — run a snippet in a fresh interpreter, return its output (notebooks
-  00, 03, 04, 09 and the tests);
-- :func:`run_until` — run a script and SIGKILL it when a line it prints matches, as a crash
-  would stop it (notebook 04's ``BackupAndRestore``);
-- :class:`infra.cluster.LocalCluster` starts and stops its workers with the same functions.
-
-Whatever happens — success, error, timeout, KeyboardInterrupt — nothing outlives the call.
-Introduced in notebook 02 (``run_program``). No TensorFlow import.
+TensorFlow reads its device settings and ``TF_CONFIG`` once per process, so the course runs
+every variant and every worker in a child: :func:`start_child` starts it in its own process
+group, with the project importable and (Linux) SIGTERM when its parent dies; :func:`stop_child`
+ends the group (SIGTERM, a grace period, SIGKILL). :func:`run_program`, :func:`run_python` and
+:func:`run_until` run a child to its end; nothing outlives the call. Introduced in notebook 02.
 """
 
 from __future__ import annotations
@@ -38,15 +28,12 @@ from typing import IO, Any
 from infra.watchdog import Watchdog
 from utils.config import PROJECT_ROOT
 
-# The one way a child program reports a result: a line ``RESULT {json}``. A program the
-# student reads prints it with ``print("RESULT", json.dumps({...}))`` (or :func:`report`);
-# launchers collect the lines with :func:`read_results`.
+# How a child program reports a result: a line ``RESULT {json}`` (see :func:`report`).
 RESULT_PREFIX = "RESULT "
 
 
 def report(**values: Any) -> None:
-    """Print one ``RESULT {json}`` line (values must be JSON-serialisable). Used by the
-    programs of notebooks 02, 04–07, 09 and 10 and by the tests."""
+    """Print one ``RESULT {json}`` line (values must be JSON-serialisable)."""
     print(RESULT_PREFIX + json.dumps(values, sort_keys=True), flush=True)
 
 
@@ -55,12 +42,9 @@ def read_results(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines() if line.startswith(RESULT_PREFIX)]
 
 
-# --------------------------------------------------------------------------------------------
-# Starting and stopping
-# --------------------------------------------------------------------------------------------
 def find_command(name: str) -> str | None:
     """The path of the system command ``name``: on ``PATH``, or in the sbin folders a non-login
-    root shell may lack (``ip``, ``tc``, Slurm's daemons). Used by ``infra.netns`` and ``infra.slurm``."""
+    root shell may lack (``ip``, ``tc``, Slurm's daemons)."""
     return shutil.which(name) or next(
         (p for p in (f"/usr/sbin/{name}", f"/sbin/{name}", f"/usr/bin/{name}") if os.access(p, os.X_OK)), None
     )
@@ -103,14 +87,11 @@ def start_child(
     stderr: int | IO[Any] | None = subprocess.PIPE,
     text: bool = True,
 ) -> subprocess.Popen[Any]:
-    """Start ``argv`` as a child in its own process group, stdin closed.
+    """Start ``argv`` as a child in its own process group, stdin closed; stop it with :func:`stop_child`.
 
-    ``env`` is the complete environment (build it with :func:`child_env`; default:
-    ``child_env()``). On Linux the child also gets SIGTERM when the launching process dies
-    (``PR_SET_PDEATHSIG``; note that it fires when the *thread* that started the child ends,
-    so start children from a thread that lives as long as they should). Stop it with
-    :func:`stop_child`. Ctrl-C pressed while the child starts is held until it has started,
-    then raised with the child stopped, so an interrupted start leaves nothing behind.
+    ``env`` is the complete environment (default: ``child_env()``). On Linux the child gets
+    SIGTERM when the *thread* that started it ends (``PR_SET_PDEATHSIG``). Ctrl-C pressed during
+    the start is raised once the child is stopped, so an interrupted start leaves nothing behind.
     """
     with _ctrl_c_held() as pressed:
         proc = subprocess.Popen(
@@ -135,13 +116,9 @@ def start_child(
 
 @contextmanager
 def _ctrl_c_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT, also Jupyter's stop button) until the block ends; yield a list
-    that is non-empty if it was pressed meanwhile.
-
-    A KeyboardInterrupt inside ``subprocess.Popen``, after the fork, leaves a child running
-    that nobody holds (CPython neither returns nor kills it). Only the main thread receives
-    Python's signal handlers, so elsewhere nothing is held.
-    """
+    """Hold Ctrl-C (SIGINT, Jupyter's stop button) until the block ends; the list yielded is
+    non-empty if it was pressed. (A KeyboardInterrupt inside ``Popen`` after the fork would
+    leave a child nobody holds.) Only the main thread gets signals: elsewhere nothing is held."""
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
         yield []  # not the main thread, or a handler installed outside Python that we could not put back
         return
@@ -156,10 +133,7 @@ def _ctrl_c_held() -> Iterator[list[int]]:
 def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
     """Send ``sig`` to the child's whole process group (no error if it is gone already)."""
     try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, sig)
-        else:  # pragma: no cover - Windows
-            proc.kill()
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -189,9 +163,6 @@ def stop_child(proc: subprocess.Popen[Any], grace_seconds: float = 3.0) -> None:
     stop_children([proc], grace_seconds)
 
 
-# --------------------------------------------------------------------------------------------
-# Run a snippet and collect its output
-# --------------------------------------------------------------------------------------------
 @dataclass
 class ProcessResult:
     """What a child process did: exit code, output, time taken, and whether it timed out."""
@@ -218,56 +189,32 @@ class ProcessResult:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def run_python(
-    code: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 120.0,
-    cwd: str | os.PathLike[str] | None = None,
-    python: str | None = None,
-) -> ProcessResult:
-    """Run ``code`` with a fresh Python interpreter and return its output.
-
-    ``env`` adds to (and overrides) the current environment; the project root is put on
-    ``PYTHONPATH``. A child still running after ``timeout`` seconds is killed with its
-    whole process group and reported with ``timed_out=True``. Used in notebooks 00, 03, 04
-    and 09 and in the tests.
-    """
-    return _run([python or sys.executable, "-c", textwrap.dedent(code)], env, timeout, cwd)
+def run_python(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 120.0) -> ProcessResult:
+    """Run ``code`` in a fresh interpreter, as :func:`run_command` runs a command."""
+    return run_command([sys.executable, "-c", textwrap.dedent(code)], env=env, timeout=timeout)
 
 
-def run_program(
-    path: str | os.PathLike[str],
-    *args: Any,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 120.0,
-    cwd: str | os.PathLike[str] | None = None,
-    python: str | None = None,
-) -> ProcessResult:
-    """Run the program file ``path`` (a notebook's ``%%writefile programs/…`` cell) with
-    ``args`` in a fresh interpreter, as :func:`run_python` runs code. Used in notebooks 03, 09."""
+def run_program(path: str | os.PathLike[str], *args: Any, env: Mapping[str, str] | None = None,
+                timeout: float = 120.0) -> ProcessResult:
+    """Run the program file ``path`` (a notebook's ``%%writefile programs/…`` cell) with ``args``
+    in a fresh interpreter, as :func:`run_command` runs a command. Notebooks 02–04, 09, 11."""
     program = Path(path)
     if not program.is_file():
         raise FileNotFoundError(f"{program}: no such program (run its %%writefile cell first)")
-    return _run([python or sys.executable, str(program.resolve()), *map(str, args)], env, timeout, cwd)
+    return run_command([sys.executable, str(program.resolve()), *map(str, args)], env=env, timeout=timeout)
 
 
 def run_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 120.0,
                 cwd: str | os.PathLike[str] | None = None) -> ProcessResult:
-    """Run any command as :func:`run_python` runs code: killed with its whole process group after
-    ``timeout`` seconds (``timed_out=True``). Used by ``make gpu-check``."""
-    return _run(list(argv), env, timeout, cwd)
-
-
-def _run(argv: list[str], env: Mapping[str, str] | None, timeout: float,
-         cwd: str | os.PathLike[str] | None) -> ProcessResult:
+    """Run ``argv`` with :func:`child_env` plus ``env`` and return its output. After ``timeout``
+    seconds it is killed with its whole process group (``timed_out=True``)."""
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
-    # a child killed at its timeout cannot run its atexit clean-up (TensorFlow's autograph
-    # files): its temporary files go in a folder removed here
+    # a child killed at its timeout cannot remove its temporary files (TensorFlow's autograph
+    # files): they go in a folder removed here
     with tempfile.TemporaryDirectory(prefix="course-run-") as tmp:
-        proc = start_child(argv, env=child_env({"TMPDIR": tmp, **(env or {})}), cwd=cwd)
+        proc = start_child(list(argv), env=child_env({"TMPDIR": tmp, **(env or {})}), cwd=cwd)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
             timed_out = False
@@ -281,9 +228,6 @@ def _run(argv: list[str], env: Mapping[str, str] | None, timeout: float,
     return ProcessResult(proc.returncode, stdout, stderr, time.perf_counter() - start, timed_out)
 
 
-# --------------------------------------------------------------------------------------------
-# Run a script and kill it at a chosen line
-# --------------------------------------------------------------------------------------------
 @dataclass
 class KilledRun:
     """What :func:`run_until` saw: output lines, whether it killed the process, exit code."""
@@ -291,57 +235,38 @@ class KilledRun:
     lines: list[str]
     killed: bool
     returncode: int
-    seconds: float
 
     @property
     def output(self) -> str:
         return "\n".join(self.lines)
 
 
-def run_until(
-    argv: Sequence[str],
-    kill_when: Callable[[str], bool] | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300.0,
-    echo: Callable[[str], Any] | None = None,
-) -> KilledRun:
-    """Run ``python argv...`` and SIGKILL it (its whole process group) when a line it prints
-    makes ``kill_when(line)`` true, as a crash or a preempted machine would stop it.
-
-    Without ``kill_when`` the process runs to the end. On a timeout, an exception or a
-    keyboard interrupt the process group is killed too, so nothing outlives the call
-    (a timeout then raises ``TimeoutError``). stderr is merged into the lines; the working
-    directory is the project root. Used in notebook 04 (``BackupAndRestore``).
+def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = None, *,
+              env: Mapping[str, str] | None = None, timeout: float = 300.0) -> KilledRun:
+    """Run ``python argv...`` in the project root and SIGKILL its process group when a line it
+    prints (stderr merged) makes ``kill_when(line)`` true, as a crash would stop it; without
+    ``kill_when`` it runs to the end. After ``timeout`` seconds it is killed and ``TimeoutError``
+    raised. Used in notebook 04 (``BackupAndRestore``).
     """
-    start = time.perf_counter()
-    proc = start_child(
-        [sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT, stderr=subprocess.STDOUT
-    )
+    proc = start_child([sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT,
+                       stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
     lines: list[str] = []
     killed = False
-    watchdog = Watchdog(timeout, lambda: signal_group(proc, signal.SIGKILL))
     try:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.rstrip("\n")
-            lines.append(line)
-            if echo is not None:
-                echo(line)
-            if kill_when is not None and kill_when(line):
-                signal_group(proc, signal.SIGKILL)
-                killed = True
-                break
-        proc.wait(timeout=30)
+        with Watchdog(timeout, lambda: signal_group(proc, signal.SIGKILL)) as watchdog:
+            for raw in proc.stdout:
+                lines.append(raw.rstrip("\n"))
+                if kill_when is not None and kill_when(lines[-1]):
+                    signal_group(proc, signal.SIGKILL)
+                    killed = True
+                    break
+            proc.wait(timeout=30)
     finally:
-        watchdog.cancel()
         if proc.poll() is None:
             stop_child(proc, grace_seconds=0)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        proc.stdout.close()
     if watchdog.fired:
-        raise TimeoutError(
-            f"{argv[0]} ran longer than {timeout} s and was killed; last lines:\n" + "\n".join(lines[-10:])
-        )
-    return KilledRun(lines, killed, proc.returncode, time.perf_counter() - start)
-
+        raise TimeoutError(f"{argv[0]} ran longer than {timeout} s and was killed; last lines:\n"
+                           + "\n".join(lines[-10:]))
+    return KilledRun(lines, killed, proc.returncode)

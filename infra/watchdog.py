@@ -1,21 +1,12 @@
-"""The course's watchdog: something that acts when a process stops answering or dies.
+"""Things that act when a process stops answering or dies.
 
-Two kinds of waiting need one:
-
-* **a deadline inside a process** — :class:`Watchdog` calls a function after so many seconds
-  unless it is cancelled first. ``infra.process.run_until`` kills a child that runs too long
-  with it; :func:`exit_if_stuck` ends a Horovod rank that waits in a collective the other ranks
-  never join (``scripts/workers/horovod_stall.py``, notebook 07).
-* **clean-up after the owner dies** — :class:`OwnerGuard` starts a small guardian process in a
-  session of its own. It holds the read end of a pipe whose write end only the owner holds:
-  when the owner ends, even by SIGKILL (a killed kernel), the pipe closes, and unless the
-  owner said it cleaned up itself, the guardian calls a clean-up function
-  (``infra.netns``'s network namespaces in notebook 10, ``infra.cluster``'s worker folders).
-* **one lifetime for everything the course starts** — :class:`Lifetime` joins the two ends:
-  the owner's own ``stop`` at a normal interpreter exit (``atexit``), and an :class:`OwnerGuard`
-  when the owner is killed. ``infra.cluster`` and ``infra.netns`` use it.
-
-Process trees are read with ``psutil``.
+* :class:`Watchdog` calls a function after so many seconds unless cancelled (``run_until``'s
+  timeout); :func:`exit_if_stuck` ends a Horovod rank stuck in a collective (notebook 07).
+* :class:`OwnerGuard` starts a guardian process that holds the read end of a pipe only the owner
+  writes to: when the owner dies, even by SIGKILL, the pipe closes and, unless the owner said it
+  cleaned up, the guardian calls a clean-up function.
+* :class:`Lifetime` joins both ends for ``infra.cluster``, ``infra.netns`` and ``infra.slurm``:
+  the owner's ``stop`` at a normal exit (``atexit``), an :class:`OwnerGuard` when it is killed.
 """
 
 from __future__ import annotations
@@ -31,16 +22,16 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import psutil
+
 from utils.config import PROJECT_ROOT
 
 DONE = b"done"
 
 
 class Watchdog:
-    """Call ``on_expire()`` (in a daemon thread) after ``seconds``, unless :meth:`cancel` comes first.
-
-    ``fired`` tells afterwards whether it did. Usable as a context manager (cancelled on exit).
-    """
+    """Call ``on_expire()`` (in a daemon thread) after ``seconds``, unless :meth:`cancel` comes
+    first (or the ``with`` block ends); ``fired`` tells whether it did."""
 
     def __init__(self, seconds: float, on_expire: Callable[[], object]) -> None:
         if seconds <= 0:
@@ -69,11 +60,9 @@ class Watchdog:
 def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: int = 3) -> Iterator[None]:
     """End this process if the block does not finish within ``seconds`` (a collective that never returns).
 
-    ``with exit_if_stuck(5, "all-reduce 'gradient' of step 3"):`` prints ``still waiting in
-    all-reduce 'gradient' of step 3 after 5 s`` (stdout, flushed), gives the other ranks
-    ``grace`` seconds to print theirs, then ends the process with ``os._exit(exit_code)``:
-    Horovod's launcher then stops the whole job. If the block finishes first, nothing happens.
-    Used by ``scripts/workers/horovod_stall.py`` (notebook 07, "a rank that stalls").
+    ``with exit_if_stuck(5, "all-reduce of step 3"):`` then prints ``still waiting in all-reduce
+    of step 3 after 5 s``, gives the other ranks ``grace`` seconds to print theirs, and calls
+    ``os._exit(exit_code)``; horovodrun then stops the job. Used by ``scripts/workers/horovod_stall.py``.
     """
     if grace < 0:
         raise ValueError(f"grace must be >= 0, got {grace}")
@@ -93,8 +82,7 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
 
 
 def _guardian_env() -> dict[str, str]:
-    """Our environment with the project first on ``PYTHONPATH``: the guardian imports the
-    clean-up function and nothing else (no TensorFlow, so no GPU rehearsal hook)."""
+    """Our environment with the project first on ``PYTHONPATH`` (no GPU rehearsal hook: no TensorFlow)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     return env
@@ -102,11 +90,8 @@ def _guardian_env() -> dict[str, str]:
 
 class OwnerGuard:
     """Call ``cleanup`` (``"package.module:function"``) with ``args`` in a guardian process if
-    this process dies before :meth:`dismiss`.
-
-    The guardian ignores Ctrl-C and hang-ups and lives in its own session, so neither reaches it
-    when the notebook's kernel is interrupted or its process group is killed.
-    """
+    this process dies before :meth:`dismiss`. The guardian ignores Ctrl-C and hang-ups and has
+    its own session, out of reach of an interrupted kernel or its killed process group."""
 
     def __init__(self, cleanup: str, args: Sequence[str]) -> None:
         read_end, self._write_end = os.pipe()  # both non-inheritable by default
@@ -135,12 +120,11 @@ class OwnerGuard:
 
 
 class Lifetime:
-    """What the course starts (worker processes, namespaces, daemons) does not outlive its owner.
+    """What the course starts (workers, namespaces, daemons) does not outlive its owner.
 
-    ``Lifetime(stop, cleanup, args)`` registers ``stop`` (the owner's own clean-up, e.g.
-    ``cluster.stop``) to run at a normal interpreter exit, and starts an :class:`OwnerGuard`
-    that calls ``cleanup`` (``"package.module:function"``) with ``args`` if this process is
-    killed first. The owner calls :meth:`end` once it has cleaned up itself (idempotent).
+    ``stop`` (e.g. ``cluster.stop``) runs at a normal interpreter exit; an :class:`OwnerGuard`
+    calls ``cleanup`` with ``args`` if this process is killed first. The owner calls :meth:`end`
+    once it has cleaned up itself (idempotent).
     """
 
     def __init__(self, stop: Callable[[], object], cleanup: str, args: Sequence[str]) -> None:
@@ -174,44 +158,29 @@ def _stop_all_live() -> None:  # a normal interpreter exit (Ctrl-C included): ne
         stop()
 
 
-def start_time(pid: int) -> float | None:
-    """When process ``pid`` started (seconds since the epoch), or None if there is none: with
-    the pid it names one process, since a reused pid has another start time."""
-    import psutil
-
+def _start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in 1/100 s since boot (None: no such process)."""
     try:
-        return psutil.Process(pid).create_time()
+        started = psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-
-
-def start_ticks(pid: int) -> int | None:
-    """When ``pid`` started, in 1/100 s since boot: short enough for a folder's or namespace's name."""
-    import psutil
-
-    started = start_time(pid)
-    return None if started is None else round((started - psutil.boot_time()) * 100)
+    return round((started - psutil.boot_time()) * 100)
 
 
 def owner_tag(pid: int | None = None) -> str:
-    """``"<pid>-<start ticks>"``: names a process for the things it owns (namespaces, cluster
-    folders), so that :func:`owner_alive` can tell later whether the owner is still there."""
+    """``"<pid>-<start ticks>"``: names a process in what it owns (namespaces, folders); with
+    the start time it names one process, since a reused pid has another."""
     pid = os.getpid() if pid is None else pid
-    return f"{pid}-{start_ticks(pid) or 0}"
-
-
-def owner_alive(pid: int, ticks: int) -> bool:
-    return start_ticks(pid) == ticks  # a reused pid has another start time
+    return f"{pid}-{_start_ticks(pid) or 0}"
 
 
 def orphans(names: Iterable[str], pattern: re.Pattern[str]) -> list[str]:
     """Those of ``names`` whose owner died: ``pattern``'s first two groups are the owner's pid
-    and start ticks (:func:`owner_tag`). What a live owner has is never listed, so concurrent
-    runs are safe. Used by ``infra.netns`` and ``infra.slurm`` to reap what a dead owner left
-    when its guardian died too."""
+    and start ticks (:func:`owner_tag`). Used by ``infra.netns`` and ``infra.slurm`` to reap what
+    an owner left when its guardian died too."""
     found = [(name, pattern.match(name)) for name in names]
     return [name for name, match in found
-            if match is not None and not owner_alive(int(match.group(1)), int(match.group(2)))]
+            if match is not None and _start_ticks(int(match.group(1))) != int(match.group(2))]
 
 
 def _guardian(cleanup: str, args: list[str]) -> None:
