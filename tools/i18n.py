@@ -390,8 +390,8 @@ GLOSSARY_NOTEBOOK = "01_distributed_training_theory.ipynb"
 
 
 def term_base(nb: dict | None = None) -> dict[str, tuple[str, ...]]:
-    """``{English term: accepted Chinese renderings}`` from notebook 01's glossary table
-    (``| English | 中文 | where |``): "a, b" and "a / b" pair up term by term; a bracketed
+    """``{English term: accepted Chinese renderings}`` from notebook 01's glossary tables
+    (``| English | 中文 | where |``, one per slide): "a, b" and "a / b" pair up term by term; a bracketed
     Chinese term after another is an accepted alternative ("过时梯度 (陈旧梯度)"); an English
     one is only a gloss ("工作节点 (worker)": 工作节点 is required). LAW_TERMS added, and
     winning where they differ."""
@@ -400,8 +400,8 @@ def term_base(nb: dict | None = None) -> dict[str, tuple[str, ...]]:
 
 
 def _glossary(nb: dict) -> dict[str, tuple[str, ...]]:
-    table = next((source(c) for c in nb["cells"] if "| English | 中文 |" in source(c)), None)
-    if table is None:
+    table = "\n".join(source(c) for c in nb["cells"] if "| English | 中文 |" in source(c))
+    if not table:
         raise ValueError(f"{GLOSSARY_NOTEBOOK}: no glossary table '| English | 中文 | …'")
     terms: dict[str, tuple[str, ...]] = {}
     for row in table.splitlines():
