@@ -1,15 +1,13 @@
 """A link of a virtual network: its rate and delay, how ``tc`` shapes it, the bytes it carried.
 
-The pure part (:func:`parse_rate`, :func:`parse_delay`, :func:`format_rate`,
-:func:`transfer_seconds`) needs nothing; :func:`shape` and
-:func:`read_counters` run ``tc`` and ``ip`` inside a namespace. :mod:`infra.netns` builds the
-network out of these links (notebook 10 reaches everything here through it).
+:func:`parse_rate`, :func:`parse_delay`, :func:`format_rate` and :func:`transfer_seconds` are
+pure; :func:`shape` and :func:`read_counters` run ``tc`` and ``ip`` inside a namespace.
+:mod:`infra.netns` builds its networks out of these links (notebook 10 reaches them through it).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import subprocess
@@ -17,83 +15,59 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 HOST_IF = "crseth0"  # each host's network card (inside the host's namespace)
-ENV_VAR = "COURSE_NETWORK"  # set in each task's environment by launchers (cluster_link_bytes)
-MIN_RATE = 8e3  # 8 kbit/s: below this one full-size packet takes more than a second
-MAX_RATE = 100e9  # veth pairs carry a few tens of Gbit/s; tbf shapes up to this
+ENV_VAR = "COURSE_NETWORK"  # a task's description of its network (cluster_link_bytes)
 MTU = 1500
-
-_RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)$")
-_RATE_UNITS = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
-_DELAY_RE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
-_DELAY_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+LATENCY_MS = 500  # tbf drops a packet that would wait longer than this in the link's queue
+RATE_UNITS = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}  # tc's SI bit units
+DELAY_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 class NetworkUnavailableError(RuntimeError):
     """Network namespaces cannot be used here; the message says what is missing."""
 
 
-def parse_rate(rate: str | float | None) -> float | None:
-    """A link rate in bits per second from ``"100mbit"``-style text or a number; None = unshaped.
+def _quantity(value: str | float, what: str, base: str, units: Mapping[str, float], example: str) -> float:
+    """``value`` in its base unit: a number as it is, or text of a number and one of ``units``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{what} {value!r}: give {base} or text like {example!r}")
+    if not isinstance(value, str):
+        return float(value)
+    match = re.fullmatch(rf"(\d+(?:\.\d+)?)({'|'.join(units)})", value.strip().lower().replace(" ", ""))
+    if not match:
+        raise ValueError(f"{what} {value!r} is not a {what}: use a number with one of the units "
+                         f"{', '.join(units)} (e.g. {example!r})")
+    return float(match[1]) * units[match[2]]
 
-    Units are ``tc``'s SI bit units: ``bit``, ``kbit``, ``mbit``, ``gbit``, ``tbit``
-    (``"1.5gbit"`` = 1.5e9). Raises ``ValueError`` for unknown text (``"fast"``), signs,
-    zero, byte units (``tc`` reads ``"mbps"`` as megabytes/s: a factor-8 trap) and rates
-    outside 8 kbit/s .. 100 gbit/s. Used by :class:`infra.netns.VirtualNetwork` (notebook 10).
+
+def parse_rate(rate: str | float | None) -> float | None:
+    """A link rate in bits per second from ``tc`` text (``"100mbit"``, ``"1.5gbit"``) or a number.
+
+    None (or ``"unlimited"``) means unshaped. Raises ``ValueError`` for unknown text, byte units
+    (``tc`` reads ``"mbps"`` as megabytes/s) and rates outside 8 kbit/s .. 100 gbit/s.
     """
-    if rate is None:
+    text = rate.strip().lower() if isinstance(rate, str) else rate
+    if text in (None, "none", "unlimited", "unshaped"):
         return None
-    if isinstance(rate, bool):
-        raise ValueError(f"rate {rate!r}: give bits per second or text like '100mbit'")
-    if isinstance(rate, int | float):
-        value = float(rate)
-        text = repr(rate)
-    elif isinstance(rate, str):
-        text = rate.strip().lower()
-        if text in ("none", "unlimited", "unshaped"):
-            return None
-        if re.match(r"^\d+(\.\d+)?\s*[kmgt]?(bps|b/s|byte|bytes)$", text):
-            raise ValueError(
-                f"rate {rate!r}: write bit rates like '100mbit'; tc reads 'mbps' as megaBYTES per "
-                "second, 8× what most people mean"
-            )
-        match = _RATE_RE.match(text.replace(" ", ""))
-        if not match:
-            raise ValueError(
-                f"rate {rate!r} is not a link rate: use a number with one of the units "
-                f"{', '.join(_RATE_UNITS)} (e.g. '100mbit', '1gbit'), or None for an unshaped link"
-            )
-        value = float(match.group(1)) * _RATE_UNITS[match.group(2)]
-    else:
-        raise ValueError(f"rate {rate!r}: give bits per second or text like '100mbit'")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"rate {text}: a link rate must be a positive number of bits per second")
-    if value < MIN_RATE:
-        raise ValueError(f"rate {text}: below 8kbit one full-size packet takes more than a second")
-    if value > MAX_RATE:
-        raise ValueError(f"rate {text}: above 100gbit; use None for an unshaped link")
+    if isinstance(text, str) and re.fullmatch(r"\d+(\.\d+)?\s*[kmgt]?(bps|b/s|byte|bytes)", text):
+        raise ValueError(f"rate {rate!r}: write bit rates like '100mbit'; tc reads 'mbps' as megaBYTES "
+                         "per second, 8× what most people mean")
+    value = _quantity(rate, "link rate", "bits per second", RATE_UNITS, "100mbit")
+    if not value > 0:  # NaN too
+        raise ValueError(f"rate {rate!r}: a link rate must be a positive number of bits per second")
+    if value < 8e3:
+        raise ValueError(f"rate {rate!r}: below 8kbit one full-size packet takes more than a second")
+    if value > 100e9:
+        raise ValueError(f"rate {rate!r}: above 100gbit; use None for an unshaped link")
     return value
 
 
 def parse_delay(delay: str | float | None) -> float:
-    """A one-way link delay in seconds from ``"5ms"``/``"200us"``/``"1s"`` or a number (s).
+    """A one-way delay in seconds from ``"5ms"``, ``"200us"``, ``"1s"`` or a number; None is 0.
 
-    ``None`` means no added delay. Negative, unknown or longer than 10 s: ``ValueError``.
-    Used by :class:`infra.netns.VirtualNetwork` (notebook 10).
+    Unknown text, negative or longer than 10 s: ``ValueError``.
     """
-    if delay is None:
-        return 0.0
-    if isinstance(delay, bool):
-        raise ValueError(f"delay {delay!r}: give seconds or text like '5ms'")
-    if isinstance(delay, int | float):
-        value = float(delay)
-    elif isinstance(delay, str):
-        match = _DELAY_RE.match(delay.strip().lower().replace(" ", ""))
-        if not match:
-            raise ValueError(f"delay {delay!r} is not a delay: use e.g. '5ms', '200us' or '0.1s'")
-        value = float(match.group(1)) * _DELAY_UNITS[match.group(2)]
-    else:
-        raise ValueError(f"delay {delay!r}: give seconds or text like '5ms'")
-    if not math.isfinite(value) or value < 0 or value > 10:
+    value = 0.0 if delay is None else _quantity(delay, "delay", "seconds", DELAY_UNITS, "5ms")
+    if not 0 <= value <= 10:
         raise ValueError(f"delay {delay!r}: must be between 0 and 10 seconds")
     return value
 
@@ -103,17 +77,14 @@ def format_rate(bits_per_second: float | None) -> str:
     if bits_per_second is None:
         return "unshaped"
     for unit in ("tbit", "gbit", "mbit", "kbit"):
-        scale = _RATE_UNITS[unit]
-        if bits_per_second >= scale and (bits_per_second / scale) == round(bits_per_second / scale, 3):
-            return f"{bits_per_second / scale:g}{unit}"
-    return f"{int(round(bits_per_second))}bit"
+        scaled = bits_per_second / RATE_UNITS[unit]
+        if scaled >= 1 and scaled == round(scaled, 3):
+            return f"{scaled:g}{unit}"
+    return f"{round(bits_per_second)}bit"
 
 
 def transfer_seconds(nbytes: float, rate: str | float | None, delay: str | float | None = None) -> float:
-    """The shortest time ``nbytes`` can take over one link: ``delay + 8·nbytes / rate``.
-
-    ``0`` bytes or an unshaped link (rate None) take ``delay``. Used in notebook 10.
-    """
+    """The shortest time ``nbytes`` can take over one link: ``delay + 8·nbytes / rate`` (notebook 10)."""
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     bits_per_second = parse_rate(rate)
@@ -121,9 +92,6 @@ def transfer_seconds(nbytes: float, rate: str | float | None, delay: str | float
     return seconds if bits_per_second is None else seconds + 8 * nbytes / bits_per_second
 
 
-# --------------------------------------------------------------------------------------------
-# One link's shape, applied with tc
-# --------------------------------------------------------------------------------------------
 @dataclass
 class Link:
     """A host's cable: its card (in the host's namespace) and its port on the switch."""
@@ -134,31 +102,11 @@ class Link:
     port: str  # the switch port (inside the switch namespace)
     rate: float | None
     delay: float
-    burst: int | None
-    latency: float
     cut: bool = False
 
     def describe(self) -> dict[str, object]:
-        """``{"rate": "100mbit", "delay_ms": 0.0, "latency_ms": 500.0, "cut": False}``."""
-        return {"rate": format_rate(self.rate), "delay_ms": self.delay * 1e3,
-                "latency_ms": self.latency * 1e3, "cut": self.cut}
-
-
-def check_latency(latency: str | float) -> float:
-    """``tbf``'s latency in seconds: how long a packet may queue (at least 1 ms)."""
-    value = parse_delay(latency)
-    if value < 0.001:
-        raise ValueError(f"latency {latency!r}: the queue must hold at least 1ms of traffic")
-    return value
-
-
-def check_burst(burst: int | None) -> int | None:
-    """``tbf``'s burst in bytes (None: 1 ms of traffic at the rate, at least 4 KB)."""
-    if burst is None:
-        return None
-    if isinstance(burst, bool) or not isinstance(burst, int) or burst < 2 * MTU:
-        raise ValueError(f"burst {burst!r}: give bytes, at least {2 * MTU} (two full-size frames)")
-    return burst
+        """``{"rate": "100mbit", "delay_ms": 0.0, "cut": False}``."""
+        return {"rate": format_rate(self.rate), "delay_ms": self.delay * 1e3, "cut": self.cut}
 
 
 def shape(tc: str, link: Link, switch: str) -> None:
@@ -170,40 +118,33 @@ def shape(tc: str, link: Link, switch: str) -> None:
             _add_delay(tc, ns, dev, link)
             parent = ["parent", "1:1"]
         if link.rate is not None:
-            # 1 ms of traffic at the rate (at least 4 KB): a full bucket lets only that much pass
-            # at once, so a transfer of t seconds is at most 1 ms faster than bytes / rate
-            burst = link.burst or max(4096, int(link.rate / 8 * 0.001))
-            tbf = [tc, "-n", ns, "qdisc", "add", "dev", dev, *parent, "handle", "10:", "tbf"]
-            run_checked([*tbf, "rate", f"{int(link.rate)}bit", "burst", str(burst),
-                         "latency", f"{link.latency * 1e3:g}ms"])
+            # a bucket of 1 ms at the rate (at least 4 KB): a transfer is at most 1 ms faster than bytes/rate
+            burst = max(4096, int(link.rate / 8 * 0.001))
+            run_checked([tc, "-n", ns, "qdisc", "add", "dev", dev, *parent, "handle", "10:", "tbf", "rate",
+                         f"{int(link.rate)}bit", "burst", str(burst), "latency", f"{LATENCY_MS}ms"])
 
 
 def _add_delay(tc: str, ns: str, dev: str, link: Link) -> None:
-    limit = max(1000, int((link.rate or 10e9) / 8 * (link.delay + link.latency) / MTU))
-    netem = [tc, "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem"]
-    result = subprocess.run([*netem, "delay", f"{link.delay * 1e6:.0f}us", "limit", str(limit)],
+    limit = max(1000, int((link.rate or 10e9) / 8 * (link.delay + LATENCY_MS / 1e3) / MTU))
+    result = subprocess.run([tc, "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
+                             "delay", f"{link.delay * 1e6:.0f}us", "limit", str(limit)],
                             capture_output=True, text=True)
     if result.returncode != 0:
         link.delay = 0.0
         if "unknown" in result.stderr.lower():
-            raise NetworkUnavailableError(
-                "this kernel has no netem qdisc (module sch_netem), so links cannot get a delay "
-                "here; rate, burst and latency work"
-            )
+            raise NetworkUnavailableError("this kernel has no netem qdisc (module sch_netem), so links "
+                                          "cannot get a delay here; rates work")
         raise RuntimeError(f"tc netem failed: {result.stderr.strip()}")
 
 
 def run_checked(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """Run a system command; raise ``RuntimeError`` with its error output if it fails."""
-    result = subprocess.run(list(argv), capture_output=True, text=True)
+    result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
     return result
 
 
-# --------------------------------------------------------------------------------------------
-# Byte counters
-# --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LinkBytes:
     """Bytes a host's card has sent and received (kernel counters, Ethernet frames)."""
@@ -214,38 +155,19 @@ class LinkBytes:
 
 @dataclass
 class Traffic:
-    """Bytes each host sent/received during a phase (after minus before) and how long it took.
-
-    Returned by :meth:`infra.netns.VirtualNetwork.measure`; notebook 10.
-    """
+    """Bytes each host sent and received during a phase, and its seconds (``VirtualNetwork.measure``)."""
 
     sent: dict[str, int] = field(default_factory=dict)
     received: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
-    @classmethod
-    def between(
-        cls, before: Mapping[str, LinkBytes], after: Mapping[str, LinkBytes], seconds: float
-    ) -> Traffic:
-        """The difference of two counter snapshots."""
-        return cls(
-            {h: after[h].sent - before[h].sent for h in before},
-            {h: after[h].received - before[h].received for h in before},
-            seconds,
-        )
 
-    @property
-    def total(self) -> int:
-        """Bytes sent by all hosts together (each byte on the wire counted once)."""
-        return sum(self.sent.values())
-
-
-def read_counters(ip: str, namespaces: Mapping[str, str], ifname: str = HOST_IF) -> dict[str, LinkBytes]:
+def read_counters(ip: str, namespaces: Mapping[str, str]) -> dict[str, LinkBytes]:
+    """``{label: LinkBytes}`` of the card in each namespace of ``{label: namespace}``."""
     out = {}
     for label, ns in namespaces.items():
-        result = subprocess.run(
-            [ip, "-n", ns, "-s", "-j", "link", "show", "dev", ifname], capture_output=True, text=True
-        )
+        result = subprocess.run([ip, "-n", ns, "-s", "-j", "link", "show", "dev", HOST_IF],
+                                capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"cannot read the counters of {label} ({ns}): {result.stderr.strip()}")
         stats = json.loads(result.stdout)[0]["stats64"]
@@ -254,14 +176,13 @@ def read_counters(ip: str, namespaces: Mapping[str, str], ifname: str = HOST_IF)
 
 
 def cluster_link_bytes() -> dict[str, LinkBytes] | None:
-    """In a task started on a virtual network: every host's counters now; else None.
+    """In a task started on a virtual network: every host's counters now; elsewhere None.
 
-    A launcher that starts tasks on a :class:`infra.netns.VirtualNetwork` puts the network's description
-    in ``COURSE_NETWORK``; a worker calls this before and after the phase it wants to count
-    (notebook 10's worker programs), which leaves start-up traffic out.
+    A worker calls it before and after the phase it counts, which leaves start-up traffic out
+    (notebook 10's worker programs); the launcher describes the network in ``COURSE_NETWORK``.
     """
     text = os.environ.get(ENV_VAR)
     if not text:
         return None
     info = json.loads(text)
-    return read_counters(info["ip"], info["namespaces"], info["ifname"])
+    return read_counters(info["ip"], info["namespaces"])

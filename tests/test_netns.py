@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,10 +129,6 @@ def test_bad_networks_fail_before_anything_is_created():
         VirtualNetwork(2, subnet="8.8.8.0/24")
     with pytest.raises(ValueError, match="not a link rate"):
         VirtualNetwork(2, rate="fast")
-    with pytest.raises(ValueError, match="burst"):
-        VirtualNetwork(2, burst=100)
-    with pytest.raises(ValueError, match="at least 1ms"):
-        VirtualNetwork(2, latency="10us")
     assert leftovers() == before
 
 
@@ -155,7 +152,7 @@ def test_fallback_when_namespaces_are_switched_off(monkeypatch, capsys):
     assert "COURSE_NO_NETNS" in network_problem()
     net = make_network(["worker:0", "worker:1"], rate="10mbit")
     line = capsys.readouterr().out.strip()
-    assert isinstance(net, VirtualNetwork) and not net.shaped and "COURSE_NO_NETNS" in net.reason
+    assert isinstance(net, VirtualNetwork) and not net.shaped
     assert line.startswith(LOOPBACK_LABEL) and "COURSE_NO_NETNS" in line and "\n" not in line
     with net:
         assert net.addresses == {"worker:0": "127.0.0.1", "worker:1": "127.0.0.1"}
@@ -166,7 +163,7 @@ def test_fallback_when_namespaces_are_switched_off(monkeypatch, capsys):
         assert net.command("worker:0", ["python", "x.py"]) == ["python", "x.py"]
         net.set_link("worker:1", rate="1mbit")
         net.cut("worker:1")
-        assert net.link("worker:1") == {"rate": "1mbit", "delay_ms": 0.0, "latency_ms": 0.0, "cut": True}
+        assert net.link("worker:1") == {"rate": "1mbit", "delay_ms": 0.0, "cut": True}
         with net.measure() as traffic:
             pass
         assert traffic.sent == {} and traffic.seconds >= 0
@@ -184,7 +181,6 @@ def test_fallback_when_namespaces_are_switched_off(monkeypatch, capsys):
     "patch, words",
     [
         ({"platform": "darwin"}, "need Linux; this is darwin"),
-        ({"euid": 1000}, "need root or CAP_NET_ADMIN"),
         ({"no_tool": "ip"}, "'ip' command (package iproute2) is missing"),
         ({"no_tool": "tc"}, "'tc' command (package iproute2) is missing"),
         ({"colab": True}, "Colab"),
@@ -194,17 +190,23 @@ def test_network_problem_names_what_is_missing(monkeypatch, patch, words):
     monkeypatch.delenv("COURSE_NO_NETNS", raising=False)
     if "platform" in patch:
         monkeypatch.setattr(netns.sys, "platform", patch["platform"])
-    if "euid" in patch:
-        monkeypatch.setattr(netns.os, "geteuid", lambda: patch["euid"])
-        monkeypatch.setattr(netns, "_has_cap_net_admin", lambda: False)
     if "no_tool" in patch:
         real = netns._tool
         monkeypatch.setattr(netns, "_tool", lambda name: None if name == patch["no_tool"] else real(name))
-        monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
     if "colab" in patch:
         monkeypatch.setitem(sys.modules, "google.colab", object())
-    problem = network_problem(probe=False)
+    problem = network_problem()
     assert problem is not None and words in problem and "\n" not in problem
+
+
+@needs_netns
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="no setpriv to drop root")
+def test_network_problem_says_root_is_needed():
+    code = "from infra.netns import network_problem; print(network_problem())"
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code]
+    out = subprocess.run(nobody, capture_output=True, text=True, cwd=ROOT, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "need root or CAP_NET_ADMIN" in out.stdout and out.stdout.count("\n") == 1, out
 
 
 def test_fallback_figures_are_labelled_by_the_notebook_helper(monkeypatch):
@@ -257,15 +259,15 @@ def test_a_shaped_link_is_never_faster_than_its_rate():
         seconds, got = _send(net, "a", "b", nbytes)
         model = transfer_seconds(nbytes, "20mbit")
         assert got == nbytes and seconds >= 0.9 * model  # a rate limiter can only slow things
-        net.set_link("a", rate="5mbit", latency="100ms")
-        assert net.qdiscs("a").count("rate 5Mbit") == 2 and "lat 100ms" in net.qdiscs("a")
+        net.set_link("a", rate="5mbit")
+        assert net.qdiscs("a").count("rate 5Mbit") == 2 and "lat 500ms" in net.qdiscs("a")
         try:
             net.set_link("a", rate=None, delay="5ms")
         except NetworkUnavailableError as err:  # a kernel without sch_netem (the CI's has none)
             assert "no netem qdisc" in str(err) and net.link("a")["delay_ms"] == 0.0
         else:
             assert "tbf" not in net.qdiscs("a").split("switch port")[0] and "delay 5ms" in net.qdiscs("a")
-            assert net.link("a") == {"rate": "unshaped", "delay_ms": 5.0, "latency_ms": 100.0, "cut": False}
+            assert net.link("a") == {"rate": "unshaped", "delay_ms": 5.0, "cut": False}
 
 
 @needs_netns
@@ -374,7 +376,7 @@ def test_reap_orphans_removes_a_dead_owners_leftovers_and_spares_live_ones():
     with VirtualNetwork(2) as live:  # creating a network reaps dead owners first...
         assert _ours(proc.pid) == []
         assert reap_orphans() == []  # ...and never a live owner's network
-        assert live.alive and len(_ours(os.getpid())) == 3
+        assert len(_ours(os.getpid())) == 3 and live.counters() is not None
 
 
 # --------------------------------------------------------------------------------------------
