@@ -1,24 +1,14 @@
 """The GPU rehearsal: run the course's GPU branches on a CPU, substituting only the hardware.
 
-``COURSE_REHEARSE_GPUS="1x15360@7.5:Tesla T4"`` (count × MiB, optional compute capability
-and name; ``"3x24576@8.6"``) makes every process of the course believe it has those GPUs:
-
-* **what is substituted** — TensorFlow's physical device list gains the GPUs (so
-  ``tf.config.list_physical_devices("GPU")`` finds them, honouring ``CUDA_VISIBLE_DEVICES``
-  as CUDA would); when TensorFlow's runtime initialises, each logical GPU asked for becomes
-  one more logical CPU device, which ``list_logical_devices("GPU")`` then returns; memory
-  limits are recorded but not applied, memory statistics are the CPU allocator's, NCCL cannot run
-  (the course's workers use RING instead), float16/TF32 run as the CPU runs them;
-* **what is not** — TensorFlow's own checks of every device call (``set_memory_growth``,
-  ``set_logical_device_configuration``, "cannot be modified after being initialized", "memory
-  growth cannot differ"), the moment the runtime initialises, strategies, collectives,
-  ``TF_CONFIG``, the course's device plan and every notebook branch on it.
-
-So a call made in the wrong order fails here as it fails on a GPU. The patch is installed in
-every Python process: by :func:`activate` (``infra.devices.prepare``) and, for child processes, by the
-``sitecustomize`` in ``rehearsal_site/`` that :func:`child_pythonpath` puts on
-``PYTHONPATH``. It patches TensorFlow 2.21's eager ``Context`` (``context.py``). Used by
-``make test`` (the rehearsals of notebooks 00, 02–05, 08 and 12) and ``make gpu-check``'s own tests.
+``COURSE_REHEARSE_GPUS="1x15360@7.5:Tesla T4"`` (count × MiB, optional compute capability and
+name) makes every Python process of the course believe it has those GPUs: TensorFlow's physical
+device list gains them (honouring ``CUDA_VISIBLE_DEVICES``), and when the runtime starts each
+logical GPU asked for becomes one more logical CPU device. Memory limits are recorded but not
+applied, memory statistics are the CPU's, RING stands in for NCCL. TensorFlow's own checks of
+every device call and the moment its runtime starts are untouched, so a call made in the wrong
+order fails here as on a GPU. :func:`activate` installs it (``infra.devices.prepare``), and the
+``sitecustomize`` in ``rehearsal_site/`` does in child processes (:func:`child_pythonpath`).
+It patches TensorFlow 2.21's eager ``Context``. Used by ``make test``'s rehearsals.
 """
 
 from __future__ import annotations
@@ -66,22 +56,25 @@ def spec() -> str | None:
     return os.environ.get(ENV_VAR) or None
 
 
-def visible_gpus() -> list[RehearsedGpu]:
-    """The rehearsed GPUs this process sees: all, or those ``CUDA_VISIBLE_DEVICES`` keeps
-    (renumbered from 0; CUDA stops at the first invalid entry; ``-1`` hides all)."""
-    text = spec()
-    if text is None:
-        return []
-    gpus = parse_spec(text)
+def cuda_visible(total: int) -> list[int]:
+    """Which of ``total`` GPUs ``CUDA_VISIBLE_DEVICES`` lets through, as CUDA reads it (all when
+    unset; it stops at the first invalid entry, so ``-1`` hides all)."""
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
-        return gpus
+        return list(range(total))
     kept = []
     for part in (p.strip() for p in value.split(",")):
-        if not part.isdigit() or int(part) >= len(gpus):
+        if not part.isdigit() or int(part) >= total:
             break
-        kept.append(gpus[int(part)])
+        kept.append(int(part))
     return kept
+
+
+def visible_gpus() -> list[RehearsedGpu]:
+    """The rehearsed GPUs this process sees (renumbered from 0 by ``CUDA_VISIBLE_DEVICES``)."""
+    text = spec()
+    gpus = parse_spec(text) if text else []
+    return [gpus[i] for i in cuda_visible(len(gpus))]
 
 
 def describe() -> str:
@@ -112,7 +105,7 @@ class _State:
     fakes: list[Any] = field(default_factory=list)  # PhysicalDevice objects of type GPU
     details: dict[Any, RehearsedGpu] = field(default_factory=dict)
     cpu_logical: int = 1  # logical CPU devices that are the CPU itself (the rest stand in)
-    stand_ins: list[tuple[int, int | None]] = field(default_factory=list)  # (GPU index, memory limit)
+    stand_ins: list[int | None] = field(default_factory=list)  # the memory limit of each stand-in GPU
     announced: bool = False
     memory_announced: bool = False
 
@@ -136,13 +129,11 @@ def _add_fake_gpus(ctx: Any) -> None:
         ctx._memory_growth_map[fake] = None
 
 
-def _stand_ins(ctx: Any) -> list[tuple[int, int | None]]:
-    """One entry per logical GPU TensorFlow would create: (physical GPU index, memory limit)."""
-    made = []
-    for index, gpu in enumerate(d for d in _state.fakes if d in ctx._visible_device_list):
-        configs = ctx._virtual_device_map.get(gpu)
-        made += [(index, c.memory_limit) for c in configs] if configs else [(index, None)]
-    return made
+def _stand_ins(ctx: Any) -> list[int | None]:
+    """The memory limit of each logical GPU TensorFlow would create (None: no limit)."""
+    return [config.memory_limit if config else None
+            for gpu in _state.fakes if gpu in ctx._visible_device_list
+            for config in ctx._virtual_device_map.get(gpu) or [None]]
 
 
 def _initialise(original: Any, ctx: Any) -> None:
@@ -174,9 +165,9 @@ def _initialise(original: Any, ctx: Any) -> None:
          ctx._memory_growth_map, ctx._virtual_device_map) = saved
     _state.cpu_logical = len(own) if own else 1
     _state.stand_ins = stand_ins
-    if stand_ins and not _state.announced and not os.environ.get("COURSE_REHEARSAL_QUIET"):
+    if stand_ins and not _state.announced:
         _state.announced = True
-        limits = sorted({limit for _, limit in stand_ins if limit})
+        limits = sorted({limit for limit in stand_ins if limit})
         print(f"[rehearsal] {len(stand_ins)} logical GPU(s) run as logical CPU devices"
               + (f"; memory limit(s) {limits} MiB recorded, not applied" if limits else ""), file=sys.stderr)
 
@@ -189,9 +180,7 @@ def _logical(original: Any, ctx: Any, device_type: str | None) -> list[Any]:
         return stand_ins
     if device_type == "CPU":
         return own
-    if device_type is None:
-        return devices
-    return [d for d in devices if d.device_type == device_type]
+    return [d for d in devices if device_type in (None, d.device_type)]
 
 
 def _patch(context_module: Any) -> None:
@@ -225,7 +214,7 @@ def _patch(context_module: Any) -> None:
 
     def get_memory_info(self: Any, dev: str) -> dict[str, int]:
         if "GPU" in str(dev).upper():  # a stand-in GPU allocates from the CPU's allocator
-            if not _state.memory_announced and not os.environ.get("COURSE_REHEARSAL_QUIET"):
+            if not _state.memory_announced:
                 _state.memory_announced = True
                 print(f"[rehearsal] get_memory_info({dev!r}) reports the CPU allocator, which the stand-in "
                       "GPUs allocate from", file=sys.stderr)

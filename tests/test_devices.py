@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from infra.devices import DeviceRequest, _validate
 from infra.process import run_python
 
 pytestmark = pytest.mark.slow
-
-
-def test_bad_requests_are_rejected_before_tensorflow_starts() -> None:
-    with pytest.raises(ValueError, match="logical_cpus"):
-        _validate(DeviceRequest(logical_cpus=0))
-    with pytest.raises(ValueError, match="memory limit"):
-        _validate(DeviceRequest(gpu_split=2))
-    with pytest.raises(ValueError, match="exclude each other"):
-        _validate(DeviceRequest(gpu_memory_limit_mb=1024, gpu_memory_growth=True))
 
 
 def test_configure_same_again_is_noop_and_conflict_is_clear() -> None:
@@ -24,14 +14,14 @@ def test_configure_same_again_is_noop_and_conflict_is_clear() -> None:
         """
         from infra import devices
         from utils.devices import describe_devices, device_report, strategy_devices
-        devices.configure_devices(3)
-        devices.configure_devices(3)
+        devices._configure(devices.DeviceRequest(3))
+        devices._configure(devices.DeviceRequest(3))
         print("devices", len(strategy_devices()), strategy_devices(2))
         print(describe_devices())
         report = device_report()
         print("rows", len(report[report.level == "logical"]))
         try:
-            devices.configure_devices(2)
+            devices._configure(devices.DeviceRequest(2))
         except devices.DeviceConfigError as error:
             print("conflict:", error)
         """,
@@ -51,9 +41,9 @@ def test_too_late_gives_a_clear_error_unless_it_already_matches() -> None:
         import tensorflow as tf
         from infra import devices
         tf.constant(1.0)  # initialises the runtime with one CPU device
-        devices.configure_devices(1)  # already true: accepted
+        devices._configure(devices.DeviceRequest(1))  # already true: accepted
         try:
-            devices.configure_devices(4)
+            devices._configure(devices.DeviceRequest(4))
         except devices.DeviceConfigError as error:
             print("late:", error)
         """,
@@ -104,22 +94,25 @@ def test_setup_rejects_a_wrong_tensorflow_version() -> None:
 
 
 def test_worker_with_a_memory_cap_on_a_cpu_only_machine_starts() -> None:
-    """configure_worker applies a shared-GPU cap; without GPUs there is nothing to cap, and no error."""
-    result = run_python(
-        """
+    """configure_worker applies a shared-GPU cap; without GPUs there is nothing to cap, and no error;
+    with a (rehearsed) GPU the cap is TensorFlow's logical device configuration."""
+    code = """
         import json, os
         os.environ["COURSE_WORKER_DEVICES"] = json.dumps(
             {"task": "worker:1", "gpus": [0], "memory_limit_mb": 2048, "shared": True, "collective": "RING"})
         from infra import devices
         worker = devices.configure_worker()
         import tensorflow as tf
-        print(worker.collective, worker.memory_limit_mb, len(tf.config.list_logical_devices("CPU")),
-              devices.applied_request().gpu_memory_limit_mb)
-        """,
-        timeout=180,
-    )
+        caps = [c.memory_limit for g in tf.config.list_physical_devices("GPU")
+                for c in tf.config.get_logical_device_configuration(g)]
+        print(worker.collective, worker.memory_limit_mb, len(tf.config.list_logical_devices("CPU")), caps)
+        """
+    result = run_python(code, timeout=180)
     assert result.ok, result.tail()
-    assert result.stdout.split() == ["RING", "2048", "1", "2048"]
+    assert result.stdout.split() == ["RING", "2048", "1", "[]"]
+    rehearsed = run_python(code, env={"COURSE_REHEARSE_GPUS": "1x15360"}, timeout=180)
+    assert rehearsed.ok, rehearsed.tail()
+    assert rehearsed.stdout.split()[-1] == "[2048]"
 
 
 def test_prepare_notes_the_rehearsal_in_the_plan_and_the_banner() -> None:
