@@ -1,18 +1,11 @@
 """A generated data set in Kaggle's layout at Kaggle's scale: the rehearsal of the real-data path.
 
-Kaggle's Quick, Draw! training data is 50 million rows in 340 class files of uneven size.
-:func:`write_kaggle_scale` writes ``rows`` rows over the built-in classes in the same layout
-(``train_simplified/<word>.csv``, and with ``test_per_class`` a ``test_simplified.csv`` with
-its ``test_solution.csv``), never downloaded: a pool of built-in doodles per class, each
-written many times with its own key_id, so every row costs what a real row costs to parse
-and render. Class sizes are uneven on purpose (the largest class has three times the rows of
-the smallest, as the real files differ), so a reader that interleaves the class files
-round-robin runs out of small classes before the end of an epoch, and class-balanced shards
-(:func:`quickdraw.write_shards`) do not.
-
-Used by ``make bench`` (``benchmarks/bench_pipeline_1m.py``: 1,000,000 rows) and by the
-rehearsal of ``scripts/train_quickdraw.py``'s default path in ``tests/test_train_quickdraw.py``
-(a few thousand rows).
+:func:`write_kaggle_scale` writes ``rows`` rows over the built-in classes as Kaggle's
+``train_simplified/<word>.csv`` (and optionally the test files): a pool of doodles per class,
+each written many times with its own key_id, so a row costs what a real row costs to read.
+Class sizes are uneven on purpose (the largest has three times the rows of the smallest, as in
+Kaggle's files). Used by ``make bench`` (``benchmarks/bench_pipeline_1m.py``) and
+``tests/test_train_quickdraw.py``.
 """
 
 from __future__ import annotations
@@ -49,9 +42,8 @@ def write_kaggle_scale(
     test_per_class: int = 0,
     seed: int = 7,
 ) -> Path:
-    """Write (once; reused while ``manifest.json`` matches) ``rows`` training rows in Kaggle's
-    layout under ``root``, and ``test_per_class`` test drawings per class (doodles of their
-    own, with new key_ids) with their solution. Returns ``root``."""
+    """Write ``rows`` training rows and ``test_per_class`` test drawings a class in Kaggle's
+    layout under ``root`` (once: reused while ``manifest.json`` matches); return ``root``."""
     root = Path(root)
     want = {"rows": rows, "pool": pool, "test_per_class": test_per_class, "seed": seed,
             "generator_version": GENERATOR_VERSION, "classes": list(classes)}  # fmt: skip

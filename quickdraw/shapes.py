@@ -1,40 +1,28 @@
 """The built-in doodle classes: one procedural template per Quick, Draw! class.
 
-Each template draws one doodle of its class as a list of strokes, in the order a person
-would draw them, in a unit frame (about -1..1, y down), with the structural variety seen
-in real Quick, Draw! drawings of that class: how many parts, which are left out, how they
-are proportioned and where people start. The strokes are ideal paths; the hand
-(wobble, uneven pressure on the shape, sloppy joins, pose) is added afterwards by
-:func:`quickdraw.synthetic.doodle`, which then applies Google's simplification.
-
-The class list and the variants were chosen by looking at the first 25 real drawings of
-each class (``data/real/``, CC BY 4.0 Google): stroke counts, aspect ratios and the
-common ways of drawing each object; generator v3 was tuned on aggregate statistics of
-all 25 (width/height quartiles, class-mean images) and by looking at drawings 1-12 only;
-v4 (wider, thicker moons; wider ladders with fewer rungs) by looking at drawings 1-12 only.
-v5 (diamonds with a rounded pavilion or shading, fish with rounder bodies, bigger tails and
-more tilt) from the misses on Google's 28x28 bitmaps of four classes (rows 25+, not in
-``data/real/``), without looking at ``data/real/``.
-``scripts/check_sim_to_real.py`` measures how well a model trained only on these doodles
-does on those real drawings (and on 13-25 alone).
-NumPy only (also runs under NumPy 1.23 for notebook 07). Used through
-:mod:`quickdraw.synthetic` in notebooks 04-07.
+Each template draws one doodle of its class as strokes in the order a person would draw them,
+in a unit frame (about -1..1, y down), with the variety of real drawings of the class (which
+parts, their proportions, where people start). :func:`quickdraw.synthetic.doodle` then adds the
+hand (wobble, sloppy joins, pose) and Google's simplification. The templates were tuned on real
+drawings (``data/real/``, CC BY 4.0 Google; history in CHANGELOG.md), and
+``scripts/check_sim_to_real.py`` measures how a model trained on them does on real ones.
+NumPy only (also NumPy 1.23, for notebook 07). Used through :mod:`quickdraw.synthetic`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 Stroke = np.ndarray  # (n, 2) float64, x right, y down
 Rng = np.random.Generator
 TAU = 2 * np.pi
+T = TypeVar("T", list, np.ndarray)
 
 
-# ------------------------------------------------------------------------------------
 # Primitives
-# ------------------------------------------------------------------------------------
 def arc(cx: float, cy: float, rx: float, ry: float, a0: float, a1: float, n: int | None = None) -> Stroke:
     """Points of an elliptic arc from angle ``a0`` to ``a1`` (radians; y down)."""
     if n is None:
@@ -48,33 +36,31 @@ def seg(*points: Sequence[float]) -> Stroke:
     return np.asarray(points, dtype=np.float64).reshape(-1, 2)
 
 
+def box(x0: float, y0: float, x1: float, y1: float) -> Stroke:
+    """The four corners of a rectangle, from ``(x0, y0)`` along y = y0 first."""
+    return seg((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+
+
 def jitter(rng: Rng, points: Stroke, sigma: float) -> Stroke:
     """Move every vertex by a normal offset (corners that are not quite where meant)."""
     return points + rng.normal(0, sigma, points.shape)
 
 
-def loop(
-    rng: Rng,
-    cx: float,
-    cy: float,
-    rx: float,
-    ry: float,
-    *,
-    wobble: float = 0.05,
-    sweep: tuple[float, float] = (0.96, 1.12),
-    start: float | None = None,
-) -> Stroke:
+def loop(rng: Rng, cx: float, cy: float, rx: float, ry: float, *, wobble: float = 0.05) -> Stroke:
     """A hand-drawn closed curve: random start and direction, a radius that drifts a
     little (low harmonics), and an end that stops short of or runs past the start."""
-    a0 = rng.uniform(0, TAU) if start is None else start
-    turn = rng.uniform(*sweep) * TAU * (1 if rng.random() < 0.5 else -1)
-    n = max(10, int(abs(turn) * 7))
-    t = np.linspace(0, 1, n)
+    a0 = rng.uniform(0, TAU)
+    turn = rng.uniform(0.96, 1.12) * TAU * (1 if rng.random() < 0.5 else -1)
+    t = np.linspace(0, 1, max(10, int(abs(turn) * 7)))
     ang = a0 + turn * t
     r = 1 + rng.normal(0, wobble, 1) * np.cos(2 * ang + rng.uniform(0, TAU))
     r = r + rng.normal(0, wobble / 2, 1) * np.cos(3 * ang + rng.uniform(0, TAU))
     r = r * (1 + rng.normal(0, wobble / 2) * t)  # a slight spiral: the end misses the start
     return np.stack([cx + rx * r * np.cos(ang), cy + ry * r * np.sin(ang)], axis=1)
+
+
+def _unit(d: np.ndarray) -> np.ndarray:
+    return d / (np.linalg.norm(d) or 1.0)
 
 
 def polygon(rng: Rng, corners: Stroke, *, closure: float = 0.08, split: float = 0.0) -> list[Stroke]:
@@ -87,47 +73,48 @@ def polygon(rng: Rng, corners: Stroke, *, closure: float = 0.08, split: float = 
     if rng.random() < 0.5:
         order = order[::-1]
     ring = np.concatenate([c[order], c[order[:1]]])
-    size = float(np.ptp(c, axis=0).max()) or 1.0
     # the end: stop short of the start or run past it along the first side
-    e = rng.uniform(-closure, closure * 1.5) * size
-    d = ring[1] - ring[0]
-    d = d / (np.linalg.norm(d) or 1.0)
+    e = rng.uniform(-closure, closure * 1.5) * (float(np.ptp(c, axis=0).max()) or 1.0)
     if e >= 0:
-        ring = np.concatenate([ring, ring[-1:] + d * e])
+        ring = np.concatenate([ring, ring[-1:] + _unit(ring[1] - ring[0]) * e])
     else:
-        back = ring[-2] - ring[-1]
-        back = back / (np.linalg.norm(back) or 1.0)
-        ring[-1] = ring[-1] - back * e
+        ring[-1] = ring[-1] - _unit(ring[-2] - ring[-1]) * e
     if split > 0 and rng.random() < split and k >= 3:
         m = int(rng.integers(1, k))
         return [ring[: m + 1], ring[m:]]
     return [ring]
 
 
-def scallops(
-    rng: Rng, points: Stroke, bulge: float = 0.5, *, outward: int = 1, per: int = 7, close: bool = False
-) -> Stroke:
+def polygon_or_sides(rng: Rng, corners: Stroke, closure: float, one: float, two: float) -> list[Stroke]:
+    """A polygon in one stroke (probability ``one``), in two strokes that meet at the third
+    corner (up to ``two``), or one stroke a side (squares, triangles)."""
+    style = rng.random()
+    if style < one:
+        return polygon(rng, corners, closure=closure)
+    if style < two:
+        return [seg(*corners[:3]), seg(*corners[2:], corners[0])]
+    return [seg(corners[i], corners[(i + 1) % len(corners)]) for i in range(len(corners))]
+
+
+def scallops(rng: Rng, points: Stroke, bulge: float, *, outward: int = 1) -> Stroke:
     """Bumps between consecutive ``points`` (clouds, umbrella edges, ice-cream scoops):
     half-ellipses bulging to one side of the direction of travel."""
     p = np.asarray(points, dtype=np.float64)
-    if close:
-        p = np.concatenate([p, p[:1]])
     out = [p[:1]]
     for a, b in zip(p[:-1], p[1:], strict=True):
         d = b - a
-        normal = np.array([d[1], -d[0]]) * outward
         h = bulge * rng.uniform(0.7, 1.3)
-        t = np.linspace(0, 1, per)[1:]
-        out.append(a + np.outer(t, d) + np.outer(np.sin(np.pi * t) * h, normal))
+        t = np.linspace(0, 1, 7)[1:]
+        out.append(a + np.outer(t, d) + np.outer(np.sin(np.pi * t) * h, np.array([d[1], -d[0]]) * outward))
     return np.concatenate(out)
 
 
 def dot(rng: Rng, x: float, y: float, r: float = 0.04) -> Stroke:
     """An eye, a knob, a button: a tiny loop, a short dash or a single touch."""
-    u = rng.random()
-    if u < 0.45:
+    v = rng.random()
+    if v < 0.45:
         return loop(rng, x, y, r, r * rng.uniform(0.8, 1.3), wobble=0.1)
-    if u < 0.8:
+    if v < 0.8:
         a = rng.uniform(0, np.pi)
         return seg((x - r * np.cos(a), y - r * np.sin(a)), (x + r * np.cos(a), y + r * np.sin(a)))
     return seg((x, y))
@@ -152,9 +139,10 @@ def scribble(rng: Rng, cx: float, cy: float, r: float) -> Stroke:
     return np.array([cx, cy]) + np.array([p for pair in ends for p in pair])
 
 
-def mirror_x(strokes: list[Stroke]) -> list[Stroke]:
-    """The drawing flipped left-right."""
-    return [s * np.array([-1.0, 1.0]) for s in strokes]
+def rotate(strokes: list[Stroke], angle: float) -> list[Stroke]:
+    """The drawing turned by ``angle`` (radians, clockwise on screen)."""
+    c, s = np.cos(angle), np.sin(angle)
+    return [p @ np.array([[c, s], [-s, c]]) for p in strokes]
 
 
 def maybe(rng: Rng, p: float) -> bool:
@@ -162,38 +150,34 @@ def maybe(rng: Rng, p: float) -> bool:
     return bool(rng.random() < p)
 
 
+def flip(rng: Rng, items: T, p: float = 0.5) -> T:
+    """``items`` (a stroke's points or a list of strokes) reversed with probability ``p``."""
+    return items[::-1] if maybe(rng, p) else items
+
+
 def u(rng: Rng, lo: float, hi: float) -> float:
     """A uniform number in [lo, hi)."""
     return float(rng.uniform(lo, hi))
 
 
-# ------------------------------------------------------------------------------------
 # Templates (alphabetical; each returns strokes in drawing order)
-# ------------------------------------------------------------------------------------
 def apple(rng: Rng) -> list[Stroke]:
     w, h = u(rng, 0.72, 1.05), u(rng, 0.8, 1.1)
     dip = u(rng, 0.08, 0.4)
-    t = np.linspace(0, 1, 44)
-    a = -np.pi / 2 + TAU * t  # from the top, clockwise on screen
+    a = -np.pi / 2 + TAU * np.linspace(0, 1, 44)  # from the top, clockwise on screen
     r = 1 + rng.normal(0.04, 0.04) * np.cos(2 * a) + rng.normal(0, 0.04) * np.cos(a)
-    x, y = w * r * np.cos(a), h * r * np.sin(a)
-    x = x * (1 + u(rng, -0.15, 0.15) * np.sin(a))  # wider at the top or at the bottom
+    x = w * r * np.cos(a) * (1 + u(rng, -0.15, 0.15) * np.sin(a))  # wider at the top or at the bottom
     top = np.exp(-(((np.angle(np.exp(1j * (a + np.pi / 2)))) / 0.45) ** 2))  # 1 at the top
-    y = y + dip * h * top
+    y = h * r * np.sin(a) + dip * h * top
     if maybe(rng, 0.35):  # a dimple at the bottom too
-        bottom = np.exp(-(((np.angle(np.exp(1j * (a - np.pi / 2)))) / 0.35) ** 2))
-        y = y - 0.5 * dip * h * bottom
+        y = y - 0.5 * dip * h * np.exp(-(((np.angle(np.exp(1j * (a - np.pi / 2)))) / 0.35) ** 2))
     body = np.stack([x, y], axis=1)
     if maybe(rng, 0.25):  # two halves from the dimple down, like a heart
         half = len(body) // 2
-        strokes = [body[: half + 1], body[half:][::-1]]
-        return strokes + _apple_top(rng, h, dip)
+        return [body[: half + 1], body[half:][::-1]] + _apple_top(rng, h, dip)
     shift = int(rng.integers(0, len(body) // 2)) if maybe(rng, 0.5) else 0
     body = np.roll(body[:-1], -shift, axis=0)
-    body = np.concatenate([body, body[: int(rng.integers(1, 4))]])
-    if maybe(rng, 0.5):
-        body = body[::-1]
-    strokes = [body] + _apple_top(rng, h, dip)
+    strokes = [flip(rng, np.concatenate([body, body[: int(rng.integers(1, 4))]]))] + _apple_top(rng, h, dip)
     if maybe(rng, 0.08):  # a bite
         strokes.append(arc(w * 0.95, 0, 0.25, 0.3, np.pi / 2, 3 * np.pi / 2))
     return strokes
@@ -211,11 +195,9 @@ def _apple_top(rng: Rng, h: float, dip: float) -> list[Stroke]:
         tip = np.array([lx + side * u(rng, 0.35, 0.55), ly - u(rng, 0.0, 0.25)])
         base = np.array([side * 0.03, top_y - 0.12])
         d = tip - base
-        nrm = np.array([-d[1], d[0]]) * 0.3
-        t2 = np.linspace(0, 1, 8)[:, None]
-        upper = base + t2 * d + np.sin(np.pi * t2) * nrm
-        lower = base + t2 * d - np.sin(np.pi * t2) * nrm
-        strokes.append(np.concatenate([upper, lower[::-1][1:]]))
+        t = np.linspace(0, 1, 8)[:, None]
+        bulge = np.sin(np.pi * t) * (np.array([-d[1], d[0]]) * 0.3)
+        strokes.append(np.concatenate([base + t * d + bulge, (base + t * d - bulge)[::-1][1:]]))
     return strokes
 
 
@@ -230,28 +212,22 @@ def bowtie(rng: Rng) -> list[Stroke]:
         right = seg((knot, pinch), (w, h), (w, -h), (knot, -pinch))
         strokes.append(np.concatenate([left, right, left[:1]]))
     elif style < 0.85:  # each side its own stroke
-        strokes += polygon(rng, seg((-knot, 0), (-w, -h), (-w, h)), closure=0.05)
-        strokes += polygon(rng, seg((knot, 0), (w, -h), (w, h)), closure=0.05)
+        for side in (-1, 1):
+            strokes += polygon(rng, seg((side * knot, 0), (side * w, -h), (side * w, h)), closure=0.05)
     else:  # rounded lobes
         s = np.linspace(0, TAU, 20)
         for side in (-1, 1):
             x = side * (knot + (w - knot) * (1 - np.cos(s)) / 2)
-            y = h * np.sin(s) * ((1 - np.cos(s)) / 2) ** 0.3
-            strokes.append(np.stack([x, y], axis=1))
+            strokes.append(np.stack([x, h * np.sin(s) * ((1 - np.cos(s)) / 2) ** 0.3], axis=1))
     if maybe(rng, 0.8):  # the knot
         if maybe(rng, 0.5):
             strokes.append(loop(rng, 0, 0, knot * 1.2, pinch + 0.12, wobble=0.08))
         else:
-            strokes += polygon(
-                rng,
-                seg((-knot, -pinch - 0.1), (knot, -pinch - 0.1), (knot, pinch + 0.1), (-knot, pinch + 0.1)),
-            )
+            strokes += polygon(rng, box(-knot, -pinch - 0.1, knot, pinch + 0.1))
     if maybe(rng, 0.2):  # folds
         for side in (-1, 1):
             strokes.append(seg((side * (knot + 0.1), 0), (side * w * 0.6, u(rng, -0.3, 0.3) * h)))
-    if maybe(rng, 0.3):
-        strokes = strokes[::-1]
-    return strokes
+    return flip(rng, strokes, 0.3)
 
 
 def candle(rng: Rng) -> list[Stroke]:
@@ -260,7 +236,7 @@ def candle(rng: Rng) -> list[Stroke]:
     strokes: list[Stroke] = []
     style = rng.random()
     if style < 0.5:
-        strokes += polygon(rng, seg((-w, top), (w, top), (w, bottom), (-w, bottom)), split=0.3)
+        strokes += polygon(rng, box(-w, top, w, bottom), split=0.3)
     elif style < 0.7:  # two lines (and maybe the top)
         strokes += [seg((-w, top), (-w, bottom)), seg((w, top), (w, bottom))]
         if maybe(rng, 0.4):
@@ -276,18 +252,14 @@ def candle(rng: Rng) -> list[Stroke]:
         fh, fw = u(rng, 0.3, 0.6), u(rng, 0.1, 0.22)
         base_y = wick if maybe(rng, 0.5) else top - 0.03
         t = np.linspace(0, 1, 16)
-        a = np.pi * t
-        xs = fw * np.sin(a) * np.cos(a / 2)  # widest near the base
-        side = np.concatenate([xs, -xs[::-1]])
+        xs = fw * np.sin(np.pi * t) * np.cos(np.pi * t / 2)  # widest near the base
         ys = np.concatenate([-fh * t, -fh * t[::-1]])
-        flame = np.stack([side, base_y + ys], axis=1)
-        flame = flame[::-1] if maybe(rng, 0.5) else flame
+        flame = flip(rng, np.stack([np.concatenate([xs, -xs[::-1]]), base_y + ys], axis=1))
         strokes.append(flame + np.array([u(rng, -0.05, 0.05), 0]))
         if maybe(rng, 0.2):
             strokes.append(loop(rng, 0, base_y - fh * 0.35, fw * 0.4, fh * 0.2, wobble=0.1))
     if maybe(rng, 0.2):  # a holder
-        hw = w + u(rng, 0.15, 0.4)
-        strokes.append(loop(rng, 0, bottom, hw, u(rng, 0.06, 0.15), wobble=0.05))
+        strokes.append(loop(rng, 0, bottom, w + u(rng, 0.15, 0.4), u(rng, 0.06, 0.15), wobble=0.05))
     if maybe(rng, 0.15):  # drips
         for _ in range(int(rng.integers(1, 3))):
             x = u(rng, -w, w)
@@ -309,16 +281,12 @@ def circle(rng: Rng) -> list[Stroke]:
 def cloud(rng: Rng) -> list[Stroke]:
     rx, ry = 1.0, u(rng, 0.35, 0.62)
     k = int(rng.integers(4, 13))
-    a0 = u(rng, 0, TAU)
-    ang = a0 + TAU * (np.arange(k) + rng.uniform(-0.2, 0.2, k)) / k
+    ang = u(rng, 0, TAU) + TAU * (np.arange(k) + rng.uniform(-0.2, 0.2, k)) / k
     pts = np.stack([rx * np.cos(ang), ry * np.sin(ang)], axis=1)
     if maybe(rng, 0.4):  # a flat bottom
         pts[:, 1] = np.minimum(pts[:, 1], ry * u(rng, 0.2, 0.6))
     # bumps outward: travel is counter-clockwise on screen for increasing angle with y down
-    body = scallops(rng, pts, bulge=u(rng, 0.25, 0.5), outward=1, close=True)
-    if maybe(rng, 0.5):
-        body = body[::-1]
-    strokes = [body]
+    strokes = [flip(rng, scallops(rng, np.concatenate([pts, pts[:1]]), u(rng, 0.25, 0.5)))]
     if maybe(rng, 0.1):  # rain
         for _ in range(int(rng.integers(2, 5))):
             x = u(rng, -0.7, 0.7)
@@ -351,20 +319,15 @@ def diamond(rng: Rng) -> list[Stroke]:
                 x = -w + 2 * w * f
                 strokes.append(seg((x, girdle), (x * 0.3, girdle + (tip - girdle) * (1 - abs(x) / w * 0.7))))
             else:
-                yy = girdle + (tip - girdle) * f
-                half = w * (1 - f) * 0.95
+                yy, half = girdle + (tip - girdle) * f, w * (1 - f) * 0.95
                 strokes.append(seg((-half, yy), (half, yy)))
         return strokes
     if style < 0.75:
         strokes.append(seg((-w, girdle), (w, girdle)))
         if maybe(rng, 0.6):  # facets
-            xs = np.linspace(-tw, tw, int(rng.integers(2, 4)))
-            for x in xs:
-                strokes.append(
-                    seg((x, top), (x * 0.6, girdle), (0, tip))
-                    if maybe(rng, 0.5)
-                    else seg((x, girdle), (0, tip))
-                )
+            for x in np.linspace(-tw, tw, int(rng.integers(2, 4))):
+                start = [(x, top), (x * 0.6, girdle)] if maybe(rng, 0.5) else [(x, girdle)]
+                strokes.append(seg(*start, (0, tip)))
     return strokes
 
 
@@ -376,38 +339,36 @@ def door(rng: Rng) -> list[Stroke]:
         if maybe(rng, 0.3):
             strokes.append(seg((-w - 0.2, h), (w + 0.2, h)))
     else:
-        strokes += polygon(rng, jitter(rng, seg((-w, -h), (w, -h), (w, h), (-w, h)), 0.02), split=0.15)
+        strokes += polygon(rng, jitter(rng, box(-w, -h, w, h), 0.02), split=0.15)
     if maybe(rng, 0.85):  # the knob
         side = 1 if maybe(rng, 0.75) else -1
         strokes.append(dot(rng, side * w * u(rng, 0.55, 0.8), u(rng, -0.1, 0.25), u(rng, 0.04, 0.1)))
     if maybe(rng, 0.12):  # panels
         for y0, y1 in ((-0.8, -0.2), (0.1, 0.8)):
-            strokes += polygon(rng, seg((-w * 0.6, y0), (w * 0.6, y0), (w * 0.6, y1), (-w * 0.6, y1)))
+            strokes += polygon(rng, box(-w * 0.6, y0, w * 0.6, y1))
     if maybe(rng, 0.12):  # a frame
         strokes.append(seg((-w - 0.12, h), (-w - 0.12, -h - 0.12), (w + 0.12, -h - 0.12), (w + 0.12, h)))
     if maybe(rng, 0.1):  # a window
-        strokes += polygon(rng, seg((-w * 0.5, -0.8), (w * 0.5, -0.8), (w * 0.5, -0.45), (-w * 0.5, -0.45)))
+        strokes += polygon(rng, box(-w * 0.5, -0.8, w * 0.5, -0.45))
     return strokes
 
 
 def envelope(rng: Rng) -> list[Stroke]:
     w, h = 1.0, u(rng, 0.35, 0.62)
-    rect = jitter(rng, seg((-w, -h), (w, -h), (w, h), (-w, h)), 0.03)
+    rect = jitter(rng, box(-w, -h, w, h), 0.03)
     strokes = polygon(rng, rect, split=0.2)
     vx, vy = u(rng, -0.15, 0.15), u(rng, -0.2, 0.45) * h
     style = rng.random()
     if style < 0.75:  # the flap
         strokes.append(seg(rect[0], (vx, vy), rect[1]))
     elif style < 0.9:  # a cross
-        strokes.append(seg(rect[0], rect[2]))
-        strokes.append(seg(rect[1], rect[3]))
+        strokes += [seg(rect[0], rect[2]), seg(rect[1], rect[3])]
     else:
-        strokes.append(seg(rect[0], (vx, vy), rect[1]))
-        strokes.append(seg(rect[3], (vx, vy + 0.1), rect[2]))
+        strokes += [seg(rect[0], (vx, vy), rect[1]), seg(rect[3], (vx, vy + 0.1), rect[2])]
     if maybe(rng, 0.25):  # flap first
         strokes = strokes[-1:] + strokes[:-1]
-    if maybe(rng, 0.08):  # a stamp or a heart
-        strokes += polygon(rng, seg((0.6, -h + 0.1), (0.85, -h + 0.1), (0.85, -h + 0.35), (0.6, -h + 0.35)))
+    if maybe(rng, 0.08):  # a stamp
+        strokes += polygon(rng, box(0.6, -h + 0.1, 0.85, -h + 0.35))
     return strokes
 
 
@@ -426,7 +387,7 @@ def eye(rng: Rng) -> list[Stroke]:
         ext = np.array([[-over, over * 0.5]]), np.array([[over, over * 0.5]])
         upper = np.concatenate([upper[:1] + ext[0], upper, upper[-1:] + ext[1]])
         lower = np.concatenate([lower[:1] + ext[0] * (1, -1), lower, lower[-1:] + ext[1] * (1, -1)])
-        strokes += [upper, lower[::-1] if maybe(rng, 0.5) else lower]
+        strokes += [upper, flip(rng, lower)]
     elif maybe(rng, 0.7):  # one stroke round the almond
         strokes.append(np.concatenate([upper, lower[::-1][1:]]))
     else:  # a round eye: an oval outline, no corners
@@ -439,14 +400,12 @@ def eye(rng: Rng) -> list[Stroke]:
         a = np.linspace(0, TAU, 40)
         ring = np.stack([cx + ir * np.cos(a), ir * np.sin(a)], axis=1)
         tt = np.clip((ring[:, 0] + w) / (2 * w), 0, 1)
-        inside = (ring[:, 1] > -h * np.sin(np.pi * tt) ** up_k * 0.95) & (
-            ring[:, 1] < h * low_k * np.sin(np.pi * tt) * 0.95
-        )
+        below_upper = ring[:, 1] > -h * np.sin(np.pi * tt) ** up_k * 0.95
+        inside = below_upper & (ring[:, 1] < h * low_k * np.sin(np.pi * tt) * 0.95)
         for side in (ring[:, 0] < cx, ring[:, 0] >= cx):
             part = ring[inside & side]
             if len(part) > 1:
-                part = part[np.argsort(part[:, 1])]
-                strokes.append(part)
+                strokes.append(part[np.argsort(part[:, 1])])
         ir = ir * 0.7
     else:
         ir = h * u(rng, 0.55, 0.95)
@@ -476,12 +435,10 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
     ry = r * u(rng, 0.7, 1.05)
     cx = gap / 2 + r
     strokes: list[Stroke] = []
-    square = maybe(rng, 0.25)  # rectangular frames
+    rectangular = maybe(rng, 0.25)
     for side in (-1, 1):
-        if square:
-            strokes += polygon(
-                rng, seg((side * cx - r, -ry), (side * cx + r, -ry), (side * cx + r, ry), (side * cx - r, ry))
-            )
+        if rectangular:
+            strokes += polygon(rng, box(side * cx - r, -ry, side * cx + r, ry))
         else:
             strokes.append(loop(rng, side * cx, 0, r, ry, wobble=0.05))
     if maybe(rng, 0.15):  # dark lenses
@@ -504,8 +461,8 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
 
 def fish(rng: Rng) -> list[Stroke]:
     bw, bh = u(rng, 0.55, 0.8), u(rng, 0.22, 0.6)  # half length and half height of the body
-    cx = -1 + 2 * bw  # where the body closes (the tail starts) - the head is at x = -1
-    tail_w, tail_h = u(rng, 0.25, 0.9), bh * u(rng, 0.7, 1.6)  # real tails are often as big as the body
+    cx = -1 + 2 * bw  # where the body closes (the tail starts); the head is at x = -1
+    tail_w, tail_h = u(rng, 0.25, 0.9), bh * u(rng, 0.7, 1.6)  # tails are often as big as the body
     style = rng.random()
     strokes: list[Stroke] = []
     if style < 0.4:  # the "alpha" fish: one stroke, the body's outline crossing into the tail
@@ -536,11 +493,8 @@ def fish(rng: Rng) -> list[Stroke]:
             strokes.append(arc(x, 0, 0.1, bh * 0.7, -np.pi / 2, np.pi / 2, 6))
     if maybe(rng, 0.08):  # bubbles
         strokes.append(dot(rng, -1.2, -bh - 0.2, 0.06))
-    # fish swim about level, some drawn rising: median width/height 1.7 (the 25 real ones: 2.1; v4 2.0)
-    tilt = rng.normal(0, 0.22)
-    c, s_ = np.cos(tilt), np.sin(tilt)
-    strokes = [p @ np.array([[c, s_], [-s_, c]]) for p in strokes]
-    return mirror_x(strokes) if maybe(rng, 0.5) else strokes
+    strokes = rotate(strokes, rng.normal(0, 0.22))  # fish swim about level, some drawn rising
+    return [s * np.array([-1.0, 1.0]) for s in strokes] if maybe(rng, 0.5) else strokes
 
 
 def house(rng: Rng) -> list[Stroke]:
@@ -548,13 +502,11 @@ def house(rng: Rng) -> list[Stroke]:
     eave = u(rng, -0.25, 0.2)
     apex = -1.0
     over = u(rng, 0.0, 0.15)
-    body = jitter(rng, seg((-w, eave), (w, eave), (w, 1), (-w, 1)), 0.02)
+    body = jitter(rng, box(-w, eave, w, 1), 0.02)
     style = rng.random()
     strokes: list[Stroke] = []
-    if style < 0.6:  # a box and a roof on it
-        strokes += (
-            polygon(rng, body, split=0.15) if maybe(rng, 0.6) else [seg(body[0], body[3], body[2], body[1])]
-        )
+    if style < 0.6:  # a box (closed, or open at the top) and a roof on it
+        strokes += polygon(rng, body, split=0.15) if maybe(rng, 0.6) else [body[[0, 3, 2, 1]]]
         strokes.append(seg((-w - over, eave + 0.02), (u(rng, -0.1, 0.1), apex), (w + over, eave + 0.02)))
     elif style < 0.85:  # the roof first, as a triangle
         strokes += polygon(rng, seg((-w - over, eave), (0, apex), (w + over, eave)), split=0.1)
@@ -570,50 +522,38 @@ def house(rng: Rng) -> list[Stroke]:
             strokes.append(dot(rng, dx + dw * 0.5, (top + 1) / 2, 0.03))
     for _ in range(int(rng.choice([0, 0, 1, 1, 2]))):  # windows
         wx, wy, ws = u(rng, -w + 0.25, w - 0.25), u(rng, eave + 0.15, 0.5), u(rng, 0.1, 0.18)
-        strokes += polygon(
-            rng, seg((wx - ws, wy - ws), (wx + ws, wy - ws), (wx + ws, wy + ws), (wx - ws, wy + ws))
-        )
+        strokes += polygon(rng, box(wx - ws, wy - ws, wx + ws, wy + ws))
         if maybe(rng, 0.4):
-            strokes.append(seg((wx, wy - ws), (wx, wy + ws)))
-            strokes.append(seg((wx - ws, wy), (wx + ws, wy)))
+            strokes += [seg((wx, wy - ws), (wx, wy + ws)), seg((wx - ws, wy), (wx + ws, wy))]
     if maybe(rng, 0.15):  # a chimney
         cx = u(rng, 0.25, 0.5) * w
         cy = eave + (apex - eave) * (1 - cx / (w + over))
-        strokes.append(
-            seg((cx, cy), (cx, cy - 0.3), (cx + 0.15, cy - 0.3), (cx + 0.15, cy + 0.15 * (apex - eave) / w))
-        )
+        right = cy + 0.15 * (apex - eave) / w
+        strokes.append(seg((cx, cy), (cx, cy - 0.3), (cx + 0.15, cy - 0.3), (cx + 0.15, right)))
     return strokes
 
 
 def ice_cream(rng: Rng) -> list[Stroke]:
     w = u(rng, 0.3, 0.55)
     rim = u(rng, -0.3, 0.0)
-    strokes: list[Stroke] = []
     cone = seg((-w, rim), (u(rng, -0.05, 0.05), 1.0), (w, rim))
-    if maybe(rng, 0.5):
-        strokes += polygon(rng, cone, closure=0.04)
-    else:
-        strokes.append(cone)
+    strokes = polygon(rng, cone, closure=0.04) if maybe(rng, 0.5) else [cone]
     if maybe(rng, 0.2):  # waffle lines
         for k in range(int(rng.integers(1, 4))):
             f = (k + 1) / 4
             strokes.append(seg((-w * (1 - f), rim + (1 - rim) * f), (w * (1 - f * 0.2), rim + 0.02)))
             strokes.append(seg((w * (1 - f), rim + (1 - rim) * f), (-w * (1 - f * 0.2), rim + 0.02)))
-    scoops = 1 if maybe(rng, 0.8) else 2
     y = rim
-    for _ in range(scoops):
+    for _ in range(1 if maybe(rng, 0.8) else 2):  # scoops
         r = w * u(rng, 1.0, 1.4)
         sh = u(rng, 0.7, 1.1)
         if maybe(rng, 0.5):  # a bumpy scoop above the rim
             top = arc(0, y, r, r * sh * 1.4, np.pi, TAU, 16)
             if maybe(rng, 0.6):
                 k = int(rng.integers(3, 6))
-                bottom = scallops(
-                    rng, seg(*np.stack([np.linspace(r, -r, k + 1), np.full(k + 1, y)], 1)), 0.25, outward=1
-                )
-                strokes.append(np.concatenate([top, bottom]))
-            else:
-                strokes.append(top)
+                edge = np.stack([np.linspace(r, -r, k + 1), np.full(k + 1, y)], 1)
+                top = np.concatenate([top, scallops(rng, edge, 0.25)])
+            strokes.append(top)
         else:
             strokes.append(loop(rng, 0, y - r * sh * 0.7, r, r * sh, wobble=0.06))
         y = y - r * sh * 1.3
@@ -625,9 +565,7 @@ def ice_cream(rng: Rng) -> list[Stroke]:
 def ladder(rng: Rng) -> list[Stroke]:
     w = u(rng, 0.22, 0.6)
     taper = u(rng, 0.0, 0.1)
-    strokes = [seg((-w + taper, -1), (-w, 1)), seg((w - taper, -1), (w, 1))]
-    if maybe(rng, 0.5):
-        strokes = strokes[::-1]
+    rails = flip(rng, [seg((-w + taper, -1), (-w, 1)), seg((w - taper, -1), (w, 1))])
     k = int(rng.choice([2, 3, 3, 4, 4, 5, 6, 7]))  # real ladders: mostly 3-5 rungs
     if maybe(rng, 0.3):  # the first and last rung at the ends of the rails
         k = min(k + 1, 7)
@@ -636,15 +574,9 @@ def ladder(rng: Rng) -> list[Stroke]:
         ys = np.linspace(-1, 1, k + 2)[1:-1] + rng.normal(0, 0.03, k)
     out = u(rng, 0.05, 0.3) if maybe(rng, 0.25) else 0.0  # rungs that stick out
     rungs = [seg((-w + taper * (1 - y) / 2 - out, y), (w - taper * (1 - y) / 2 + out, y)) for y in ys]
-    if maybe(rng, 0.5):
-        rungs = rungs[::-1]
-    if maybe(rng, 0.15):  # rungs first, rails after
-        strokes = rungs + strokes
-    else:
-        strokes = strokes + rungs
-    lean = rng.normal(0, 0.2)  # ladders are often drawn leaning
-    c, s_ = np.cos(lean), np.sin(lean)
-    return [p @ np.array([[c, s_], [-s_, c]]) for p in strokes]
+    rungs = flip(rng, rungs)
+    strokes = rungs + rails if maybe(rng, 0.15) else rails + rungs
+    return rotate(strokes, rng.normal(0, 0.2))  # ladders are often drawn leaning
 
 
 def lightning(rng: Rng) -> list[Stroke]:
@@ -656,12 +588,6 @@ def lightning(rng: Rng) -> list[Stroke]:
             strokes.append(seg((x, -0.2), (x - 0.2, 0.3), (x + 0.1, 0.3), (x - 0.15, 1.0)))
         return strokes
     lean = rng.normal(0, 0.35)
-    c, s = np.cos(lean), np.sin(lean)
-    rot = np.array([[c, -s], [s, c]])
-    return [p @ rot.T for p in _bolt(rng, style)]
-
-
-def _bolt(rng: Rng, style: float) -> list[Stroke]:
     if style < 0.55:  # the outline of a bolt
         w = u(rng, 0.45, 0.75)
         k = u(rng, 0.1, 0.3)
@@ -669,17 +595,15 @@ def _bolt(rng: Rng, style: float) -> list[Stroke]:
             (w * 0.5, -1), (-w * 0.6, k * 0.3), (0.0 + u(rng, -0.05, 0.1), k), (-w * 0.5, 1),
             (w * 0.7, -k * 0.3), (0.05 + u(rng, -0.1, 0.05), -k * 0.6), (w, -1),
         )  # fmt: skip
-        return polygon(rng, jitter(rng, pts, 0.04), closure=0.05)
-    # a zigzag line
-    n = int(rng.integers(3, 6))
-    ys = np.linspace(-1, 1, n + 1)
+        return rotate(polygon(rng, jitter(rng, pts, 0.04), closure=0.05), lean)
+    n = int(rng.integers(3, 6))  # a zigzag line
     xs = np.where(np.arange(n + 1) % 2 == 0, u(rng, 0.25, 0.6), -u(rng, 0.25, 0.6))
     xs = xs + np.linspace(u(rng, 0.1, 0.4), -u(rng, 0.1, 0.4), n + 1)
-    strokes = [jitter(rng, np.stack([xs, ys], axis=1), 0.05)]
+    strokes = [jitter(rng, np.stack([xs, np.linspace(-1, 1, n + 1)], axis=1), 0.05)]
     if maybe(rng, 0.3):  # an arrow head
         tip = strokes[0][-1]
         strokes.append(seg(tip + (-0.2, -0.2), tip, tip + (0.2, -0.15)))
-    return strokes
+    return rotate(strokes, lean)
 
 
 def line(rng: Rng) -> list[Stroke]:
@@ -701,48 +625,34 @@ def lollipop(rng: Rng) -> list[Stroke]:
     strokes = [loop(rng, 0, cy, r, r * u(rng, 0.85, 1.1), wobble=0.05)]
     if maybe(rng, 0.35):  # the swirl
         strokes.append(spiral(rng, 0, cy, r * 0.8, u(rng, 1.5, 3.0)))
-    sx = u(rng, -0.05, 0.05)
+    sx, y0 = u(rng, -0.05, 0.05), cy + r
     if maybe(rng, 0.85):
-        strokes.append(seg((sx, cy + r), (sx + u(rng, -0.1, 0.1), cy + r + stick)))
+        strokes.append(seg((sx, y0), (sx + u(rng, -0.1, 0.1), y0 + stick)))
     else:  # a stick with width
-        strokes.append(
-            seg(
-                (sx - 0.05, cy + r),
-                (sx - 0.05, cy + r + stick),
-                (sx + 0.05, cy + r + stick),
-                (sx + 0.05, cy + r),
-            )
-        )
-    if maybe(rng, 0.2):
-        strokes = strokes[::-1]
-    return strokes
+        x0, x1 = sx - 0.05, sx + 0.05
+        strokes.append(seg((x0, y0), (x0, y0 + stick), (x1, y0 + stick), (x1, y0)))
+    return flip(rng, strokes, 0.2)
 
 
 def moon(rng: Rng) -> list[Stroke]:
     if maybe(rng, 0.12):  # a full moon with craters
         strokes = [loop(rng, 0, 0, 1, 1, wobble=0.04)]
         for _ in range(int(rng.integers(1, 5))):
-            strokes.append(
-                loop(rng, u(rng, -0.5, 0.5), u(rng, -0.5, 0.5), u(rng, 0.08, 0.2), u(rng, 0.08, 0.2))
-            )
+            x, y = u(rng, -0.5, 0.5), u(rng, -0.5, 0.5)
+            strokes.append(loop(rng, x, y, u(rng, 0.08, 0.2), u(rng, 0.08, 0.2)))
         return strokes
-    # a crescent: an outer arc and an inner one meeting at the horns
-    # half of the outer arc, and how far the inner curve is from the outer one (thickness);
-    # real moons are often wide and thick, the outer arc nearly a full circle
+    # a crescent: an outer arc (half of it: span) and an inner curve d (the thickness) inside it
     span = u(rng, 0.6, 0.92) * np.pi
     d = u(rng, 0.05, 0.45)
     face = 0.0 if maybe(rng, 0.78) else np.pi  # the open side: mostly right (a "C"), or left
     face += rng.normal(0, 0.3)
     outer = arc(0, 0, 1, 1, face + np.pi - span, face + np.pi + span, 24)
-    # inner arc: through both horns, bulging the same way, less
+    # the inner curve: through both horns, bulging the same way, less
     h0, h1 = outer[0], outer[-1]
     mid = np.array([np.cos(face + np.pi), np.sin(face + np.pi)]) * (1 - 2 * d)
     t = np.linspace(0, 1, 14)[:, None]
     inner = (1 - t) ** 2 * h1 + 2 * (1 - t) * t * (2 * mid - (h0 + h1) / 2) + t**2 * h0
-    if maybe(rng, 0.75):
-        strokes = [np.concatenate([outer, inner[1:]])]
-    else:
-        strokes = [outer, inner]
+    strokes = [np.concatenate([outer, inner[1:]])] if maybe(rng, 0.75) else [outer, inner]
     if maybe(rng, 0.1):  # a star beside it
         strokes.append(seg((0.7, -0.7), (0.8, -0.5), (0.9, -0.7), (0.7, -0.6), (0.9, -0.6), (0.7, -0.7)))
     if maybe(rng, 0.1):  # a face
@@ -753,38 +663,25 @@ def moon(rng: Rng) -> list[Stroke]:
 def mountain(rng: Rng) -> list[Stroke]:
     k = int(rng.choice([1, 1, 2, 2, 2, 3, 3, 4]))
     xs = np.linspace(-1, 1, 2 * k + 1)[1:-1] + rng.normal(0, 0.3 / k, 2 * k - 1)
-    peaks = xs[::2]
-    valleys = xs[1::2]
+    peaks, valleys = xs[::2], xs[1::2]
     top = 1 - u(rng, 1.0, 2.0)  # the highest peak (the base is at y = 1)
     pts = [(-1.0, 1.0)]
     for i, x in enumerate(peaks):
         pts.append((x, top + u(rng, 0.0, 0.8) * (1 - top) * (i > 0)))
         if i < len(valleys):
             pts.append((valleys[i], top + u(rng, 0.3, 0.8) * (1 - top)))
-    pts.append((1.0, 1.0))
-    p = seg(*pts)
+    p = seg(*pts, (1.0, 1.0))
     if k > 1:
         p[1 + 2 * int(rng.integers(0, k)), 1] = top  # the highest peak is somewhere
     if maybe(rng, 0.12):  # rounded hills
         t = np.linspace(0, 1, 10)[:, None]
-        p = np.concatenate(
-            [
-                a + t * (b - a) + np.sin(np.pi * t) * np.array([0, -0.15])
-                for a, b in zip(p[:-1], p[1:], strict=True)
-            ]
-        )
+        bump = np.sin(np.pi * t) * np.array([0, -0.15])
+        p = np.concatenate([a + t * (b - a) + bump for a, b in zip(p[:-1], p[1:], strict=True)])
     strokes = [p]
-    if maybe(rng, 0.25):  # snow caps
+    if maybe(rng, 0.25):  # a snow cap
         x, y = p[np.argmin(p[:, 1])]
-        strokes.append(
-            seg(
-                (x - 0.25, y + 0.35),
-                (x - 0.1, y + 0.25),
-                (x, y + 0.4),
-                (x + 0.1, y + 0.25),
-                (x + 0.25, y + 0.35),
-            )
-        )
+        strokes.append(seg((x - 0.25, y + 0.35), (x - 0.1, y + 0.25), (x, y + 0.4),
+                           (x + 0.1, y + 0.25), (x + 0.25, y + 0.35)))  # fmt: skip
     if k > 1 and maybe(rng, 0.15):  # the ground (under one peak it would make a triangle)
         strokes.append(seg((-1.1, 1.0), (1.1, 1.0)))
     if maybe(rng, 0.08):  # a sun
@@ -800,10 +697,9 @@ def rainbow(rng: Rng) -> list[Stroke]:
     strokes = []
     for i in range(k):
         r = 1 - i * gap
-        a = arc(0, 0.4, r, r * u(rng, 0.85, 1.25), mid - span / 2, mid + span / 2, 18)
-        strokes.append(a[::-1] if maybe(rng, 0.3) else a)
-    if maybe(rng, 0.1):
-        strokes = strokes[::-1]
+        band = arc(0, 0.4, r, r * u(rng, 0.85, 1.25), mid - span / 2, mid + span / 2, 18)
+        strokes.append(flip(rng, band, 0.3))
+    strokes = flip(rng, strokes, 0.1)
     if maybe(rng, 0.12):  # clouds at the ends
         for side in (-1, 1):
             strokes.append(loop(rng, side * (1 - k * gap / 2), 0.45, 0.25, 0.15))
@@ -812,10 +708,8 @@ def rainbow(rng: Rng) -> list[Stroke]:
 
 def smiley_face(rng: Rng) -> list[Stroke]:
     ry = u(rng, 0.9, 1.15)
-    strokes: list[Stroke] = []
     outline = maybe(rng, 0.88)
-    if outline:
-        strokes.append(loop(rng, 0, 0, 1, ry, wobble=0.04))
+    strokes = [loop(rng, 0, 0, 1, ry, wobble=0.04)] if outline else []
     ex, ey = u(rng, 0.25, 0.45), u(rng, -0.5, -0.2)
     es = u(rng, 0.04, 0.14)
     for side in (-1, 1):
@@ -825,41 +719,31 @@ def smiley_face(rng: Rng) -> list[Stroke]:
             strokes.append(seg((side * ex, ey - es * 1.5), (side * ex + u(rng, -0.02, 0.02), ey + es * 1.5)))
     if maybe(rng, 0.12):  # a nose
         strokes.append(seg((0, -0.1), (-0.05, 0.1), (0.03, 0.12)))
-    mw = u(rng, 0.35, 0.65)
-    my = u(rng, 0.15, 0.45)
-    depth = u(rng, 0.15, 0.4)
+    mw, my, depth = u(rng, 0.35, 0.65), u(rng, 0.15, 0.45), u(rng, 0.15, 0.4)
     smile = arc(0, my - depth * 0.5, mw, depth, np.pi * 0.1, np.pi * 0.9, 14)
-    strokes.append(smile[::-1] if maybe(rng, 0.5) else smile)
+    strokes.append(flip(rng, smile))
     if maybe(rng, 0.15):  # a grin: close the mouth
         strokes.append(seg(smile[0], smile[-1]))
     if not outline and maybe(rng, 0.5):
         strokes.append(arc(0, 0, 1, ry, np.pi * 0.1, np.pi * 0.9))
     if maybe(rng, 0.08):  # hair
-        for x in np.linspace(-0.3, 0.3, 3):
-            strokes.append(seg((x, -ry), (x * 1.3, -ry - 0.25)))
+        strokes += [seg((x, -ry), (x * 1.3, -ry - 0.25)) for x in np.linspace(-0.3, 0.3, 3)]
     return strokes
 
 
 def snowman(rng: Rng) -> list[Stroke]:
-    three = maybe(rng, 0.35)
-    radii = (
-        [u(rng, 0.5, 0.6), u(rng, 0.36, 0.46), u(rng, 0.26, 0.34)]
-        if three
-        else [u(rng, 0.5, 0.6), u(rng, 0.32, 0.44)]
-    )
+    if maybe(rng, 0.35):  # three balls
+        radii = [u(rng, 0.5, 0.6), u(rng, 0.36, 0.46), u(rng, 0.26, 0.34)]
+    else:
+        radii = [u(rng, 0.5, 0.6), u(rng, 0.32, 0.44)]
     y = 1.0
     centres = []
-    strokes = []
     for r in radii:
         cy = y - r
-        cx = rng.normal(0, 0.03)
-        centres.append((cx, cy, r))
+        centres.append((rng.normal(0, 0.03), cy, r))
         y = cy - r * u(rng, 0.8, 1.0)
-    order = list(range(len(radii)))
-    if maybe(rng, 0.6):
-        order = order[::-1]  # the head first
-    for i in order:
-        cx, cy, r = centres[i]
+    strokes = []
+    for cx, cy, r in flip(rng, centres, 0.6):  # often the head first
         strokes.append(loop(rng, cx, cy, r * u(rng, 1.0, 1.35), r, wobble=0.05))  # balls drawn wide
     hx, hy, hr = centres[-1]
     if maybe(rng, 0.4):  # eyes
@@ -868,19 +752,12 @@ def snowman(rng: Rng) -> list[Stroke]:
     if maybe(rng, 0.25):  # a carrot nose
         strokes.append(seg((hx, hy), (hx + u(rng, 0.2, 0.35), hy + 0.05), (hx, hy + 0.08)))
     if maybe(rng, 0.15):  # a hat
-        top = hy - hr * 0.9
+        top, hw = hy - hr * 0.9, hr * 0.55
         strokes.append(seg((hx - hr * 0.9, top), (hx + hr * 0.9, top)))
-        strokes += polygon(
-            rng,
-            seg(
-                (hx - hr * 0.55, top),
-                (hx - hr * 0.55, top - 0.35),
-                (hx + hr * 0.55, top - 0.35),
-                (hx + hr * 0.55, top),
-            ),
-        )
+        crown = top - 0.35
+        strokes += polygon(rng, seg((hx - hw, top), (hx - hw, crown), (hx + hw, crown), (hx + hw, top)))
+    bx, by, br = centres[-2]  # the body, under the head
     if maybe(rng, 0.2):  # stick arms
-        bx, by, br = centres[1] if three else centres[0]
         for side in (-1, 1):
             x0 = bx + side * br * 0.9
             x1 = x0 + side * u(rng, 0.3, 0.55)
@@ -889,7 +766,6 @@ def snowman(rng: Rng) -> list[Stroke]:
             if maybe(rng, 0.5):
                 strokes.append(seg((x1 - side * 0.1, y1 - 0.12), (x1, y1), (x1 + side * 0.02, y1 + 0.12)))
     if maybe(rng, 0.15):  # buttons
-        bx, by, br = centres[1] if three else centres[0]
         for k in range(int(rng.integers(2, 4))):
             strokes.append(dot(rng, bx, by - br * 0.5 + k * br * 0.45, 0.03))
     return strokes
@@ -897,13 +773,7 @@ def snowman(rng: Rng) -> list[Stroke]:
 
 def square(rng: Rng) -> list[Stroke]:
     h = u(rng, 0.8, 1.2)
-    pts = jitter(rng, seg((-1, -h), (1, -h), (1, h), (-1, h)), 0.04)
-    style = rng.random()
-    if style < 0.8:
-        return polygon(rng, pts, closure=0.06)
-    if style < 0.93:  # two L-shaped strokes
-        return [seg(pts[0], pts[1], pts[2]), seg(pts[2], pts[3], pts[0])]
-    return [seg(pts[i], pts[(i + 1) % 4]) for i in range(4)]
+    return polygon_or_sides(rng, jitter(rng, box(-1, -h, 1, h), 0.04), 0.06, 0.8, 0.93)
 
 
 def star(rng: Rng) -> list[Stroke]:
@@ -917,15 +787,13 @@ def star(rng: Rng) -> list[Stroke]:
     if style < 0.9:  # the outline with ten corners
         inner_r = u(rng, 0.3, 0.55) * rng.uniform(0.8, 1.2, 5)  # arms of uneven width
         b = phase + np.pi / 5 + TAU * np.arange(5) / 5 + rng.normal(0, 0.08, 5)
-        inner = np.stack([inner_r * np.cos(b), inner_r * np.sin(b)], axis=1)
         pts = np.empty((10, 2))
-        pts[0::2], pts[1::2] = outer * rng.uniform(0.8, 1.1, (5, 1)), inner
+        pts[0::2] = outer * rng.uniform(0.8, 1.1, (5, 1))
+        pts[1::2] = np.stack([inner_r * np.cos(b), inner_r * np.sin(b)], axis=1)
         return polygon(rng, jitter(rng, pts, u(rng, 0.02, 0.08)), closure=0.04, split=0.1)
-    # a six-pointed star: two triangles
-    t1 = np.stack(
-        [np.cos(-np.pi / 2 + TAU * np.arange(3) / 3), np.sin(-np.pi / 2 + TAU * np.arange(3) / 3)], axis=1
-    )
-    return polygon(rng, t1) + polygon(rng, -t1)
+    a = -np.pi / 2 + TAU * np.arange(3) / 3  # a six-pointed star: two triangles
+    triangle = np.stack([np.cos(a), np.sin(a)], axis=1)
+    return polygon(rng, triangle) + polygon(rng, -triangle)
 
 
 def sun(rng: Rng) -> list[Stroke]:
@@ -933,8 +801,7 @@ def sun(rng: Rng) -> list[Stroke]:
     strokes = [loop(rng, 0, 0, r, r * u(rng, 0.9, 1.1), wobble=0.05)]
     k = int(rng.integers(4, 14))
     phase = u(rng, 0, TAU)
-    style = rng.random()
-    if style < 0.8:  # separate rays
+    if rng.random() < 0.8:  # separate rays, from r + gap out to r1
         gap = u(rng, 0.05, 0.2)
         for i in range(k):
             a = phase + TAU * i / k + rng.normal(0, 0.05)
@@ -957,12 +824,7 @@ def triangle(rng: Rng) -> list[Stroke]:
     pts = jitter(rng, seg((apex, -h), (1, h), (-1, h)), 0.05)
     if maybe(rng, 0.05):  # upside down
         pts[:, 1] *= -1
-    style = rng.random()
-    if style < 0.85:
-        return polygon(rng, pts, closure=0.07)
-    if style < 0.95:
-        return [seg(pts[0], pts[1], pts[2]), seg(pts[2], pts[0])]
-    return [seg(pts[i], pts[(i + 1) % 3]) for i in range(3)]
+    return polygon_or_sides(rng, pts, 0.07, 0.85, 0.95)
 
 
 def umbrella(rng: Rng) -> list[Stroke]:
@@ -971,20 +833,18 @@ def umbrella(rng: Rng) -> list[Stroke]:
     base = -1 + ch
     top = arc(0, base, w, ch, np.pi, TAU, 20)
     style = rng.random()
-    strokes: list[Stroke] = []
     k = int(rng.integers(3, 6))
     edge_x = np.linspace(w, -w, k + 1)
-    if style < 0.55:  # a scalloped edge
-        bulge, out = u(rng, 0.08, 0.18), -1 if maybe(rng, 0.5) else 1  # arcs up between the ribs, or down
+    if style < 0.55:  # a scalloped edge: arcs up between the ribs, or down
+        bulge, out = u(rng, 0.08, 0.18), -1 if maybe(rng, 0.5) else 1
         edge = scallops(rng, np.stack([edge_x, np.full(k + 1, base)], axis=1), bulge, outward=out)
-        strokes.append(np.concatenate([top, edge[1:]]))
+        strokes = [np.concatenate([top, edge[1:]])]
     elif style < 0.85:  # a straight edge
-        strokes.append(np.concatenate([top, seg((-w, base))]))
+        strokes = [np.concatenate([top, seg((-w, base))])]
     else:
-        strokes.append(top)
+        strokes = [top]
     if maybe(rng, 0.3):  # ribs
-        for x in edge_x[1:-1]:
-            strokes.append(seg((0, -1), (x, base)))
+        strokes += [seg((0, -1), (x, base)) for x in edge_x[1:-1]]
     if maybe(rng, 0.2):  # a tip
         strokes.append(seg((0, -1), (0, -1.12)))
     sx = u(rng, -0.05, 0.05)
@@ -1002,33 +862,26 @@ def umbrella(rng: Rng) -> list[Stroke]:
 
 def wine_glass(rng: Rng) -> list[Stroke]:
     bw = u(rng, 0.45, 0.75)
-    rim = -1.0
+    rim, foot = -1.0, 1.0
     bowl_bottom = u(rng, -0.15, 0.25)
-    strokes: list[Stroke] = []
-    style = rng.random()
-    if style < 0.7:  # a round bowl
+    if rng.random() < 0.7:  # a round bowl
         t = np.linspace(0, 1, 16)
-        xs = bw * np.cos(np.pi * t)
         ys = rim + (bowl_bottom - rim) * np.sin(np.pi * t) ** u(rng, 0.6, 1.2)
-        bowl = np.stack([xs, ys], axis=1)
+        bowl = np.stack([bw * np.cos(np.pi * t), ys], axis=1)
     else:  # a trapezoid / V bowl
-        bowl = seg(
-            (bw, rim), (bw * u(rng, 0.2, 0.7), bowl_bottom), (-bw * u(rng, 0.2, 0.7), bowl_bottom), (-bw, rim)
-        )
+        low = bw * u(rng, 0.2, 0.7), -bw * u(rng, 0.2, 0.7)
+        bowl = seg((bw, rim), (low[0], bowl_bottom), (low[1], bowl_bottom), (-bw, rim))
     if maybe(rng, 0.5):
-        bowl = np.concatenate([bowl, bowl[:1]])  # the rim line
-        strokes.append(bowl)
+        strokes = [np.concatenate([bowl, bowl[:1]])]  # the rim line
     else:
-        strokes.append(bowl)
+        strokes = [bowl]
         if maybe(rng, 0.4):
             strokes.append(loop(rng, 0, rim, bw, u(rng, 0.06, 0.15), wobble=0.04))
-    foot = 1.0
     sw = u(rng, 0.0, 0.07)
     if sw < 0.03:
         strokes.append(seg((0, bowl_bottom), (0, foot)))
     else:
-        strokes.append(seg((-sw, bowl_bottom), (-sw, foot)))
-        strokes.append(seg((sw, bowl_bottom), (sw, foot)))
+        strokes += [seg((-sw, bowl_bottom), (-sw, foot)), seg((sw, bowl_bottom), (sw, foot))]
     fw = u(rng, 0.3, 0.6)
     if maybe(rng, 0.5):
         strokes.append(seg((-fw, foot), (fw, foot)))
@@ -1040,34 +893,10 @@ def wine_glass(rng: Rng) -> list[Stroke]:
     return strokes
 
 
-#: Class name (Google spelling) -> template, in label order (alphabetical).
+#: Class name (Google's spelling: the template's name with spaces) -> template, in label order.
 TEMPLATES: dict[str, Callable[[Rng], list[Stroke]]] = {
-    "apple": apple,
-    "bowtie": bowtie,
-    "candle": candle,
-    "circle": circle,
-    "cloud": cloud,
-    "diamond": diamond,
-    "door": door,
-    "envelope": envelope,
-    "eye": eye,
-    "eyeglasses": eyeglasses,
-    "fish": fish,
-    "house": house,
-    "ice cream": ice_cream,
-    "ladder": ladder,
-    "lightning": lightning,
-    "line": line,
-    "lollipop": lollipop,
-    "moon": moon,
-    "mountain": mountain,
-    "rainbow": rainbow,
-    "smiley face": smiley_face,
-    "snowman": snowman,
-    "square": square,
-    "star": star,
-    "sun": sun,
-    "triangle": triangle,
-    "umbrella": umbrella,
-    "wine glass": wine_glass,
-}
+    f.__name__.replace("_", " "): f
+    for f in (apple, bowtie, candle, circle, cloud, diamond, door, envelope, eye, eyeglasses, fish, house,
+              ice_cream, ladder, lightning, line, lollipop, moon, mountain, rainbow, smiley_face, snowman,
+              square, star, sun, triangle, umbrella, wine_glass)
+}  # fmt: skip

@@ -1,18 +1,11 @@
 """The built-in doodle set: a seeded generator of Quick, Draw!-style drawings.
 
-Twenty-eight of Google's classes (templates in :mod:`quickdraw.shapes`, from
-``apple`` to ``wine glass``; real drawings of each ship in ``data/real``), drawn with
-human-like variation: hand wobble and jitter,
-rotation, uneven scale and shear, random start point and direction, overshoot where a
-closed shape meets itself, shuffled stroke order, and sometimes an extra stray stroke.
-Each drawing then goes through Google's simplification (top-left at 0, longer side 255,
-dense resampling, Ramer-Douglas-Peucker with epsilon 2) so it has the shape of a real
-``simplified`` drawing, and is written as Kaggle CSVs (``train_simplified/<word>.csv``,
-``test_simplified.csv``) so that the built-in data goes through the real-data code path.
-
-:func:`ensure_builtin_data` generates a variant once under ``data/builtin/<variant>/``
-(git-ignored) and returns its path; the same seed always gives the same files.
-Used in notebooks 04, 05 and 06 and the Horovod scripts of notebook 07.
+Twenty-eight of Google's classes (templates in :mod:`quickdraw.shapes`), drawn by a sloppy
+hand (wobble, pose, parts a little off, strokes swapped or left out), then simplified as
+Google did (top-left at 0, longer side 255, RDP with epsilon 2) and written as Kaggle CSVs,
+so the built-in data goes through the real-data code path. :func:`ensure_builtin_data`
+generates a variant once under ``data/builtin/<variant>/`` and returns its path; the same
+seed always gives the same files. Used in notebooks 04-06 and the Horovod scripts of 07.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ import numpy as np
 
 from quickdraw.formats import Drawing, write_kaggle_csv
 from quickdraw.labels import LabelMap
-from quickdraw.shapes import TEMPLATES
+from quickdraw.shapes import TEMPLATES, Stroke
 
 GENERATOR_VERSION = 5
 DEFAULT_SEED = 2018  # the year of the Kaggle competition
@@ -38,22 +31,20 @@ VARIANTS: dict[str, dict[str, int]] = {
     "smoke": {"per_class": 300, "test_per_class": 20},
     "full": {"per_class": 2500, "test_per_class": 100},
 }
-
-Stroke = np.ndarray  # (n, 2) float, x right, y down, unit frame about [-1, 1]
-
-
 CLASSES: tuple[str, ...] = tuple(TEMPLATES)
+_COUNTRIES = ("US", "GB", "DE", "BR", "CA", "RU", "AU", "FR", "PL", "IT", "JP", "KR", "SE", "CZ", "FI")
 
 
-# ------------------------------------------------------------------------------------
-# Human-like variation and Google's simplification
-# ------------------------------------------------------------------------------------
+def _arclength(p: Stroke) -> np.ndarray:
+    """The distance along the polyline ``p`` to each of its points."""
+    return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))])
+
+
 def _resample(p: Stroke, step: float) -> Stroke:
     """Points every ``step`` along the polyline (keeps the ends)."""
     if len(p) < 2:
         return p
-    seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
+    s = _arclength(p)
     if s[-1] <= 0:
         return p[:1]
     n = max(2, int(np.ceil(s[-1] / step)) + 1)
@@ -91,13 +82,11 @@ def rdp(points: np.ndarray, epsilon: float = 2.0) -> np.ndarray:
 
 
 def _wobble(p: Stroke, rng: np.random.Generator, amount: float) -> Stroke:
-    """Low-frequency hand wobble along the stroke plus a little jitter; ``amount`` is in
-    units of the drawing's frame (about 2 wide)."""
+    """Low-frequency hand wobble along the stroke plus a little jitter (``amount``: frame units)."""
     n = len(p)
     if n < 2:
         return p + rng.normal(0, amount * 0.3, size=p.shape)
-    seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
-    s = np.concatenate([[0.0], np.cumsum(seg)])
+    s = _arclength(p)
     t = s / (s[-1] or 1.0)
     length = min(float(s[-1]), 4.0)
     out = p.copy()
@@ -138,8 +127,7 @@ def _sloppy_end(p: Stroke, rng: np.random.Generator, sloppy: float) -> Stroke:
 
 
 def _warp(strokes: list[Stroke], rng: np.random.Generator, amount: float) -> list[Stroke]:
-    """One smooth random deformation of the whole drawing: proportions change a little
-    from one part of the drawing to another, as when a hand runs out of room."""
+    """One smooth random deformation of the whole drawing, as when a hand runs out of room."""
     k = rng.uniform(0.6, 1.8, size=4) * rng.choice([-1.0, 1.0], size=4)
     ph = rng.uniform(0, 2 * np.pi, size=2)
     ax, ay = rng.uniform(0, amount, size=2)
@@ -154,19 +142,14 @@ def _warp(strokes: list[Stroke], rng: np.random.Generator, amount: float) -> lis
 
 
 def simplify_like_google(strokes: list[np.ndarray]) -> list[np.ndarray]:
-    """Google's simplification: top-left to 0, longer side to 255, RDP with epsilon 2.
-
-    The input strokes must be densely sampled (the generator samples every ~1% of the
-    drawing's size, about 2.5 px after scaling), which stands in for Google's 1-px step.
-
-    Returns integer-valued float32 ``(n, 2)`` strokes (at least one point each).
-    """
+    """Google's simplification of densely sampled strokes: top-left to 0, longer side to 255,
+    RDP with epsilon 2; integer-valued float32 ``(n, 2)`` strokes (at least one point each)."""
     allp = np.concatenate(strokes)
     lo = allp.min(axis=0)
     extent = float((allp.max(axis=0) - lo).max()) or 1.0
     out = []
     for s in strokes:
-        q = rdp((s - lo) * (255.0 / extent), 2.0)  # input is already densely sampled
+        q = rdp((s - lo) * (255.0 / extent), 2.0)
         q = np.clip(np.rint(q), 0, 255)
         keep = np.ones(len(q), bool)
         keep[1:] = np.any(np.diff(q, axis=0) != 0, axis=1)
@@ -175,13 +158,8 @@ def simplify_like_google(strokes: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
-    """One synthetic drawing of class ``word`` in the simplified 0-255 frame.
-
-    The class template (:mod:`quickdraw.shapes`) gives the strokes a person would
-    draw; then the hand: a smooth random warp, a pose (rotation, uneven scale, shear),
-    each part a little off where it belongs, wobble along every stroke, sometimes strokes
-    in another order or a stray extra stroke; then Google's simplification.
-    """
+    """One synthetic drawing of class ``word`` in the simplified 0-255 frame: the template's
+    strokes, drawn by a hurried hand (parts off, warp, pose, wobble), simplified as Google did."""
     strokes = [np.asarray(p, dtype=np.float64) for p in TEMPLATES[word](rng)]
     sloppy = rng.uniform(0.0, 1.0)  # how hurried this drawing is
     strokes = [_misplace(p, rng, 1.6 * sloppy) for p in strokes]  # parts not quite in place
@@ -206,21 +184,12 @@ def doodle(word: str, rng: np.random.Generator) -> list[np.ndarray]:
     return simplify_like_google(strokes)
 
 
-def _class_rng(seed: int, word: str, stream: int) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(word.encode()), stream])
-
-
-_COUNTRIES = ("US", "GB", "DE", "BR", "CA", "RU", "AU", "FR", "PL", "IT", "JP", "KR", "SE", "CZ", "FI")
-
-
 def generate_drawings(
     word: str, n: int, *, seed: int = DEFAULT_SEED, stream: int = 0, key_offset: int = 0
 ) -> list[Drawing]:
-    """``n`` seeded drawings of one class with Kaggle-like metadata (key_id, country, ...).
-
-    key_ids are 16-digit numbers like the real ones, unique within a class and stream.
-    """
-    rng = _class_rng(seed, word, stream)
+    """``n`` seeded drawings of one class with Kaggle-like metadata; key_ids are 16-digit
+    numbers like the real ones, unique within a class and stream."""
+    rng = np.random.default_rng([seed, zlib.crc32(word.encode()), stream])
     keys: set[int] = set()
     out = []
     for _ in range(n):
@@ -228,42 +197,26 @@ def generate_drawings(
         while key in keys:
             key += 1
         keys.add(key)
-        day, sec = int(rng.integers(1, 29)), int(rng.integers(0, 86400))
-        ts = f"2017-03-{day:02d} {sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}.{int(rng.integers(0, 100000)):05d}"
-        out.append(
-            Drawing(
-                word=word,
-                key_id=key,
-                strokes=doodle(word, rng),
-                countrycode=_COUNTRIES[int(rng.integers(0, len(_COUNTRIES)))],
-                recognized=bool(rng.random() < 0.92),
-                timestamp=ts,
-            )
-        )
+        day, sec, frac = int(rng.integers(1, 29)), int(rng.integers(0, 86400)), int(rng.integers(0, 100000))
+        ts = f"2017-03-{day:02d} {sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}.{frac:05d}"
+        strokes = doodle(word, rng)
+        country = _COUNTRIES[int(rng.integers(0, len(_COUNTRIES)))]
+        out.append(Drawing(word=word, key_id=key, strokes=strokes, countrycode=country,
+                           recognized=bool(rng.random() < 0.92), timestamp=ts))  # fmt: skip
     return out
 
 
-def generate_builtin(
-    root: str | Path,
-    *,
-    per_class: int,
-    test_per_class: int = 0,
-    classes: Sequence[str] = CLASSES,
-    seed: int = DEFAULT_SEED,
-) -> Path:
-    """Write a Kaggle-layout doodle set under ``root`` and return ``root``.
-
-    Files: ``train_simplified/<word>.csv``, ``test_simplified.csv`` and
-    ``test_solution.csv`` (``key_id,word``; when ``test_per_class > 0``),
-    ``labels.json`` and ``manifest.json`` (written last: its presence means complete).
-    """
+def generate_builtin(root: str | Path, *, per_class: int, test_per_class: int = 0,
+                     classes: Sequence[str] = CLASSES, seed: int = DEFAULT_SEED) -> Path:  # fmt: skip
+    """Write a Kaggle-layout doodle set under ``root`` and return ``root``: ``train_simplified/
+    <word>.csv``, the test files (when ``test_per_class > 0``), ``labels.json`` and
+    ``manifest.json`` (written last: its presence means complete)."""
     root = Path(root)
     (root / "train_simplified").mkdir(parents=True, exist_ok=True)
     counts = {}
     for word in classes:
-        counts[word] = write_kaggle_csv(
-            root / "train_simplified" / f"{word}.csv", generate_drawings(word, per_class, seed=seed)
-        )
+        drawings = generate_drawings(word, per_class, seed=seed)
+        counts[word] = write_kaggle_csv(root / "train_simplified" / f"{word}.csv", drawings)
     tests = write_test_set(root, classes, test_per_class, seed) if test_per_class else 0
     LabelMap(classes).save(root / "labels.json")
     manifest = _manifest(per_class, test_per_class, classes, seed) | {"counts": counts, "test": tests}
@@ -273,9 +226,8 @@ def generate_builtin(
 
 def write_test_set(root: Path, classes: Sequence[str], per_class: int, seed: int) -> int:
     """Kaggle's test files under ``root``: ``test_simplified.csv`` (doodles of their own, new
-    key_ids, shuffled, no labels) and ``test_solution.csv`` (``key_id,word``); returns how many.
-    Used by :func:`generate_builtin` and :func:`quickdraw.kaggle_scale.write_kaggle_scale`."""
-    test = [d for word in classes for d in generate_drawings(word, per_class, seed=seed, stream=1, key_offset=1)]
+    key_ids, shuffled, no labels) and ``test_solution.csv`` (``key_id,word``); returns how many."""
+    test = [d for w in classes for d in generate_drawings(w, per_class, seed=seed, stream=1, key_offset=1)]
     test = [test[i] for i in np.random.default_rng([seed, 7]).permutation(len(test))]
     write_kaggle_csv(root / "test_simplified.csv", test, test=True)
     with open(root / "test_solution.csv", "w", encoding="utf-8") as f:
@@ -285,13 +237,8 @@ def write_test_set(root: Path, classes: Sequence[str], per_class: int, seed: int
 
 
 def _manifest(per_class: int, test_per_class: int, classes: Sequence[str], seed: int) -> dict:
-    return {
-        "generator_version": GENERATOR_VERSION,
-        "seed": seed,
-        "per_class": per_class,
-        "test_per_class": test_per_class,
-        "classes": list(classes),
-    }
+    return {"generator_version": GENERATOR_VERSION, "seed": seed, "per_class": per_class,
+            "test_per_class": test_per_class, "classes": list(classes)}  # fmt: skip
 
 
 def builtin_dir(variant: str = "smoke", data_dir: str | Path | None = None) -> Path:
@@ -304,26 +251,20 @@ def builtin_dir(variant: str = "smoke", data_dir: str | Path | None = None) -> P
 
 
 def ensure_builtin_data(
-    variant: str = "smoke",
-    *,
-    data_dir: str | Path | None = None,
-    seed: int = DEFAULT_SEED,
-    force: bool = False,
+    variant: str = "smoke", *, data_dir: str | Path | None = None, force: bool = False
 ) -> Path:
     """Generate the built-in doodle set ``variant`` ("smoke" or "full") if missing; return its path.
 
-    The path is ``data/builtin/<variant>/`` (Kaggle layout, see :func:`generate_builtin`).
-    Existing files are reused when their ``manifest.json`` matches the generator version,
-    seed and sizes; otherwise they are regenerated. Safe when two processes call it at
-    once (each writes a temporary directory and renames it into place).
-    Used in notebooks 04, 05, 06 and the scripts of 07:
-    ``path = ensure_builtin_data(utils.choose(smoke="smoke", full="full"))``.
+    ``data/builtin/<variant>/`` (see :func:`generate_builtin`) is reused while its manifest
+    matches the generator version, seed and sizes. Safe when two processes call it at once (each
+    writes a temporary directory and renames it into place). Used in notebooks 04-06 and the
+    scripts of 07: ``path = ensure_builtin_data(utils.choose(smoke="smoke", full="full"))``.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown built-in variant {variant!r}; choose from {sorted(VARIANTS)}")
     spec = VARIANTS[variant]
     target = builtin_dir(variant, data_dir)
-    want = _manifest(spec["per_class"], spec["test_per_class"], CLASSES, seed)
+    want = _manifest(spec["per_class"], spec["test_per_class"], CLASSES, DEFAULT_SEED)
     if not force and _matches(target, want):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -331,7 +272,7 @@ def ensure_builtin_data(
     tmp = target.parent / f".{variant}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        generate_builtin(tmp, per_class=spec["per_class"], test_per_class=spec["test_per_class"], seed=seed)
+        generate_builtin(tmp, **spec)
         if target.exists():
             if not force and _matches(target, want):  # another process finished first
                 return target
@@ -348,24 +289,23 @@ def ensure_builtin_data(
     return target
 
 
-def _remove_stale(parent: Path, variant: str) -> int:
-    """Delete ``.<variant>.tmp-<pid>`` / ``.old-<pid>`` directories left by a process that
-    was killed while generating (SIGTERM/SIGKILL skip its clean-up); return how many."""
-    removed = 0
+def _remove_stale(parent: Path, variant: str) -> None:
+    """Delete the ``.<variant>.tmp-<pid>`` / ``.old-<pid>`` directories of processes that died
+    while generating (SIGKILL skips their clean-up)."""
     for path in parent.glob(f".{variant}.*-*"):
         kind, _, pid = path.name[len(variant) + 2 :].partition("-")
-        if kind not in ("tmp", "old") or not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # still running (maybe generating right now): leave it
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue  # alive, another user's
-        shutil.rmtree(path, ignore_errors=True)
-        removed += 1
-    return removed
+        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def _matches(target: Path, want: dict) -> bool:
@@ -376,34 +316,23 @@ def _matches(target: Path, want: dict) -> bool:
     return all(have.get(k) == v for k, v in want.items())
 
 
-def load_arrays(
-    n: int,
-    *,
-    image_size: int = 28,
-    seed: int = 0,
-    encoding: str = "plain",
-    classes: Sequence[str] = CLASSES,
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``n`` built-in doodles as NumPy arrays, without files or TensorFlow.
+def load_arrays(n: int, *, image_size: int = 28, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``n`` built-in doodles as ``(images, labels, class_names)``, without files or TensorFlow.
 
-    Returns ``(images, labels, class_names)``: ``float32`` images ``(n, size, size, C)``
-    in [0, 1], ``int64`` labels, names in label order. The drawings are the first
-    ``ceil(n / classes)`` of each class of the built-in set (the same as the first rows of
-    ``data/builtin/*/train_simplified/<word>.csv``), in an order shuffled by ``seed``.
-    Runs under TensorFlow 2.12 / NumPy 1.23 too. Used by the Horovod scripts of notebook 07
-    (``utils.horovod_job.load_images``).
+    ``float32`` images ``(n, size, size, 1)`` in [0, 1], ``int64`` labels: the first
+    ``ceil(n / classes)`` drawings of each class (as in ``train_simplified/<word>.csv``),
+    balanced, in an order shuffled by ``seed``. Runs under NumPy 1.23 too; used by the
+    Horovod scripts of notebook 07 (``infra.horovod_job``).
     """
     from quickdraw.render import render
 
     if n < 1:
         raise ValueError(f"need n >= 1, got {n}")
-    per = -(-n // len(classes))
-    drawings: list[tuple[list[np.ndarray], int]] = []
-    for label, word in enumerate(classes):
-        drawings.extend((d.strokes, label) for d in generate_drawings(word, per))
+    per = -(-n // len(CLASSES))
+    drawings = [(d.strokes, label) for label, w in enumerate(CLASSES) for d in generate_drawings(w, per)]
     # round-robin over classes so that the first n are balanced, then shuffle
-    drawings = [drawings[c * per + i] for i in range(per) for c in range(len(classes))][:n]
+    drawings = [drawings[c * per + i] for i in range(per) for c in range(len(CLASSES))][:n]
     order = np.random.default_rng(seed).permutation(n)
-    images = np.stack([render(drawings[i][0], image_size, encoding=encoding) for i in order])
+    images = np.stack([render(drawings[i][0], image_size) for i in order])
     labels = np.array([drawings[i][1] for i in order], np.int64)
-    return images.astype(np.float32) / 255.0, labels, list(classes)
+    return images.astype(np.float32) / 255.0, labels, list(CLASSES)
