@@ -10,13 +10,10 @@ from typing import Any
 
 @contextmanager
 def tf_data_service(workers: int = 1) -> Iterator[str]:
-    """Start a tf.data service dispatcher and ``workers`` workers here; yield its address.
+    """Start a dispatcher and ``workers`` workers here (free ports, nothing on disk); yield its address.
 
-    The servers run in this process on free localhost ports (port 0) with no work
-    directory (nothing written to disk); all of them are stopped when the ``with`` block
-    ends, also after an error or Ctrl-C. Use the address with
-    ``dataset.apply(tf.data.experimental.service.distribute("parallel_epochs", address))``.
-    Used in notebook 08 §6 and ``benchmarks/bench_performance.py``.
+    All of them stop when the ``with`` block ends, also after an error or Ctrl-C. Use the address
+    with ``dataset.apply(tf.data.experimental.service.distribute("parallel_epochs", address))``.
     """
     import tensorflow as tf
 

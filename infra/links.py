@@ -88,8 +88,7 @@ def transfer_seconds(nbytes: float, rate: str | float | None, delay: str | float
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     bits_per_second = parse_rate(rate)
-    seconds = parse_delay(delay)
-    return seconds if bits_per_second is None else seconds + 8 * nbytes / bits_per_second
+    return parse_delay(delay) + (0.0 if bits_per_second is None else 8 * nbytes / bits_per_second)
 
 
 @dataclass

@@ -110,11 +110,15 @@ def network_problem() -> str | None:
 def _probe() -> str | None:
     name = f"{PREFIX}-{owner_tag()}-{next(_COUNTER)}-sw"
     try:
-        for argv in (["netns", "add", name], ["-n", name, "link", "add", BRIDGE, "type", "bridge"]):
+        for what, argv in (("a network namespace", ["netns", "add", name]),
+                           ("a bridge in one", ["-n", name, "link", "add", BRIDGE, "type", "bridge"])):
             result = subprocess.run([_ip(), *argv], capture_output=True, text=True, timeout=20)
-            if result.returncode != 0:
-                need = "" if os.geteuid() == 0 else "network namespaces need root or CAP_NET_ADMIN; "
-                return f"{need}the kernel refused `ip {' '.join(argv)}`: {result.stderr.strip()}"
+            if result.returncode == 0:
+                continue
+            if os.geteuid() != 0:
+                return ("network namespaces need root or CAP_NET_ADMIN (run as root, e.g. in CI or a "
+                        f"container with --cap-add NET_ADMIN): {result.stderr.strip()}")
+            return f"the kernel refused to create {what}: {result.stderr.strip()}"
         return None
     finally:
         _delete_namespaces(name)
@@ -252,7 +256,7 @@ class VirtualNetwork:
                                    f"crsp{i}", self._rate, self._delay)
                        for i, label in enumerate(self.labels)}
         names = [self._switch, *(h.namespace for h in self._hosts.values())]
-        # first: it covers a SIGKILL during the build too
+        # before the build, so that a SIGKILL during it is covered too
         self._lifetime = Lifetime(self.destroy, "infra.netns:_delete_namespaces", names)
         try:
             self._build()
