@@ -70,8 +70,7 @@ def polygon(rng: Rng, corners: Stroke, *, closure: float = 0.08, split: float = 
     k = len(c)
     s = int(rng.integers(0, k))
     order = np.r_[np.arange(s, k), np.arange(0, s)]
-    if rng.random() < 0.5:
-        order = order[::-1]
+    order = flip(rng, order)
     ring = np.concatenate([c[order], c[order[:1]]])
     # the end: stop short of the start or run past it along the first side
     e = rng.uniform(-closure, closure * 1.5) * (float(np.ptp(c, axis=0).max()) or 1.0)
@@ -203,8 +202,7 @@ def _apple_top(rng: Rng, h: float, dip: float) -> list[Stroke]:
 
 def bowtie(rng: Rng) -> list[Stroke]:
     w, h = 1.0, u(rng, 0.4, 0.8)
-    knot = u(rng, 0.1, 0.25)
-    pinch = u(rng, 0.1, 0.35) * h
+    knot, pinch = u(rng, 0.1, 0.25), u(rng, 0.1, 0.35) * h
     style = rng.random()
     strokes: list[Stroke] = []
     if style < 0.45:  # two triangles meeting at the knot, one stroke
@@ -373,8 +371,7 @@ def envelope(rng: Rng) -> list[Stroke]:
 
 
 def eye(rng: Rng) -> list[Stroke]:
-    w, h = 1.0, u(rng, 0.4, 0.75)
-    lift = u(rng, -0.1, 0.1)
+    w, h, lift = 1.0, u(rng, 0.4, 0.75), u(rng, -0.1, 0.1)
     t = np.linspace(0, 1, 18)
     up_k, low_k = u(rng, 0.7, 1.1), u(rng, 0.6, 1.0)
     if maybe(rng, 0.25):  # a rounder eye: lids bulging right from the corners
@@ -430,10 +427,8 @@ def eye(rng: Rng) -> list[Stroke]:
 
 
 def eyeglasses(rng: Rng) -> list[Stroke]:
-    r = u(rng, 0.3, 0.42)
-    gap = u(rng, 0.05, 0.3)
-    ry = r * u(rng, 0.7, 1.05)
-    cx = gap / 2 + r
+    r, gap = u(rng, 0.3, 0.42), u(rng, 0.05, 0.3)
+    ry, cx = r * u(rng, 0.7, 1.05), gap / 2 + r  # the lenses' half height, their centres' x
     strokes: list[Stroke] = []
     rectangular = maybe(rng, 0.25)
     for side in (-1, 1):
@@ -442,14 +437,12 @@ def eyeglasses(rng: Rng) -> list[Stroke]:
         else:
             strokes.append(loop(rng, side * cx, 0, r, ry, wobble=0.05))
     if maybe(rng, 0.15):  # dark lenses
-        for side in (-1, 1):
-            strokes.append(spiral(rng, side * cx, 0, min(r, ry) * 0.9, u(rng, 2.0, 3.5)))
+        strokes += [spiral(rng, side * cx, 0, min(r, ry) * 0.9, u(rng, 2.0, 3.5)) for side in (-1, 1)]
     if maybe(rng, 0.9):  # the bridge
         strokes.insert(1, arc(0, 0.0, gap / 2 + 0.02, ry * u(rng, 0.2, 0.5), np.pi, TAU, 6))
     arms = rng.random()
     if arms < 0.75:  # the arms, from the top corners, about level (a little up or down)
-        rise = rng.normal(-0.1, 0.25)
-        length = u(rng, 0.25, 0.9)
+        rise, length = rng.normal(-0.1, 0.25), u(rng, 0.25, 0.9)
         for side in (-1, 1):
             x0, y0 = side * (cx + r * 0.9), -ry * u(rng, 0.4, 0.9)
             strokes.append(seg((x0, y0), (x0 + side * length, y0 + rise * length)))
@@ -498,10 +491,8 @@ def fish(rng: Rng) -> list[Stroke]:
 
 
 def house(rng: Rng) -> list[Stroke]:
-    w = u(rng, 0.55, 0.95)
-    eave = u(rng, -0.25, 0.2)
-    apex = -1.0
-    over = u(rng, 0.0, 0.15)
+    w, eave, apex = u(rng, 0.55, 0.95), u(rng, -0.25, 0.2), -1.0
+    over = u(rng, 0.0, 0.15)  # how far the roof reaches past the walls
     body = jitter(rng, box(-w, eave, w, 1), 0.02)
     style = rng.random()
     strokes: list[Stroke] = []
@@ -534,8 +525,7 @@ def house(rng: Rng) -> list[Stroke]:
 
 
 def ice_cream(rng: Rng) -> list[Stroke]:
-    w = u(rng, 0.3, 0.55)
-    rim = u(rng, -0.3, 0.0)
+    w, rim = u(rng, 0.3, 0.55), u(rng, -0.3, 0.0)
     cone = seg((-w, rim), (u(rng, -0.05, 0.05), 1.0), (w, rim))
     strokes = polygon(rng, cone, closure=0.04) if maybe(rng, 0.5) else [cone]
     if maybe(rng, 0.2):  # waffle lines
@@ -545,8 +535,7 @@ def ice_cream(rng: Rng) -> list[Stroke]:
             strokes.append(seg((w * (1 - f), rim + (1 - rim) * f), (-w * (1 - f * 0.2), rim + 0.02)))
     y = rim
     for _ in range(1 if maybe(rng, 0.8) else 2):  # scoops
-        r = w * u(rng, 1.0, 1.4)
-        sh = u(rng, 0.7, 1.1)
+        r, sh = w * u(rng, 1.0, 1.4), u(rng, 0.7, 1.1)
         if maybe(rng, 0.5):  # a bumpy scoop above the rim
             top = arc(0, y, r, r * sh * 1.4, np.pi, TAU, 16)
             if maybe(rng, 0.6):
@@ -563,8 +552,7 @@ def ice_cream(rng: Rng) -> list[Stroke]:
 
 
 def ladder(rng: Rng) -> list[Stroke]:
-    w = u(rng, 0.22, 0.6)
-    taper = u(rng, 0.0, 0.1)
+    w, taper = u(rng, 0.22, 0.6), u(rng, 0.0, 0.1)
     rails = flip(rng, [seg((-w + taper, -1), (-w, 1)), seg((w - taper, -1), (w, 1))])
     k = int(rng.choice([2, 3, 3, 4, 4, 5, 6, 7]))  # real ladders: mostly 3-5 rungs
     if maybe(rng, 0.3):  # the first and last rung at the ends of the rails
@@ -589,8 +577,7 @@ def lightning(rng: Rng) -> list[Stroke]:
         return strokes
     lean = rng.normal(0, 0.35)
     if style < 0.55:  # the outline of a bolt
-        w = u(rng, 0.45, 0.75)
-        k = u(rng, 0.1, 0.3)
+        w, k = u(rng, 0.45, 0.75), u(rng, 0.1, 0.3)
         pts = seg(
             (w * 0.5, -1), (-w * 0.6, k * 0.3), (0.0 + u(rng, -0.05, 0.1), k), (-w * 0.5, 1),
             (w * 0.7, -k * 0.3), (0.05 + u(rng, -0.1, 0.05), -k * 0.6), (w, -1),
@@ -620,8 +607,7 @@ def line(rng: Rng) -> list[Stroke]:
 
 def lollipop(rng: Rng) -> list[Stroke]:
     r = u(rng, 0.3, 0.5)
-    cy = -1 + r
-    stick = u(rng, 0.8, 1.4)
+    cy, stick = -1 + r, u(rng, 0.8, 1.4)
     strokes = [loop(rng, 0, cy, r, r * u(rng, 0.85, 1.1), wobble=0.05)]
     if maybe(rng, 0.35):  # the swirl
         strokes.append(spiral(rng, 0, cy, r * 0.8, u(rng, 1.5, 3.0)))
@@ -642,8 +628,7 @@ def moon(rng: Rng) -> list[Stroke]:
             strokes.append(loop(rng, x, y, u(rng, 0.08, 0.2), u(rng, 0.08, 0.2)))
         return strokes
     # a crescent: an outer arc (half of it: span) and an inner curve d (the thickness) inside it
-    span = u(rng, 0.6, 0.92) * np.pi
-    d = u(rng, 0.05, 0.45)
+    span, d = u(rng, 0.6, 0.92) * np.pi, u(rng, 0.05, 0.45)
     face = 0.0 if maybe(rng, 0.78) else np.pi  # the open side: mostly right (a "C"), or left
     face += rng.normal(0, 0.3)
     outer = arc(0, 0, 1, 1, face + np.pi - span, face + np.pi + span, 24)
@@ -691,9 +676,7 @@ def mountain(rng: Rng) -> list[Stroke]:
 
 def rainbow(rng: Rng) -> list[Stroke]:
     k = int(rng.choice([1, 1, 2, 2, 2, 3, 3, 4, 5]))
-    span = u(rng, 0.85, 1.05) * np.pi
-    mid = -np.pi / 2 + rng.normal(0, 0.1)
-    gap = u(rng, 0.1, 0.2)
+    span, mid, gap = u(rng, 0.85, 1.05) * np.pi, -np.pi / 2 + rng.normal(0, 0.1), u(rng, 0.1, 0.2)
     strokes = []
     for i in range(k):
         r = 1 - i * gap
@@ -701,8 +684,7 @@ def rainbow(rng: Rng) -> list[Stroke]:
         strokes.append(flip(rng, band, 0.3))
     strokes = flip(rng, strokes, 0.1)
     if maybe(rng, 0.12):  # clouds at the ends
-        for side in (-1, 1):
-            strokes.append(loop(rng, side * (1 - k * gap / 2), 0.45, 0.25, 0.15))
+        strokes += [loop(rng, side * (1 - k * gap / 2), 0.45, 0.25, 0.15) for side in (-1, 1)]
     return strokes
 
 
@@ -710,8 +692,7 @@ def smiley_face(rng: Rng) -> list[Stroke]:
     ry = u(rng, 0.9, 1.15)
     outline = maybe(rng, 0.88)
     strokes = [loop(rng, 0, 0, 1, ry, wobble=0.04)] if outline else []
-    ex, ey = u(rng, 0.25, 0.45), u(rng, -0.5, -0.2)
-    es = u(rng, 0.04, 0.14)
+    ex, ey, es = u(rng, 0.25, 0.45), u(rng, -0.5, -0.2), u(rng, 0.04, 0.14)  # the eyes: x, y, size
     for side in (-1, 1):
         if maybe(rng, 0.5):
             strokes.append(dot(rng, side * ex, ey, es))
@@ -747,8 +728,7 @@ def snowman(rng: Rng) -> list[Stroke]:
         strokes.append(loop(rng, cx, cy, r * u(rng, 1.0, 1.35), r, wobble=0.05))  # balls drawn wide
     hx, hy, hr = centres[-1]
     if maybe(rng, 0.4):  # eyes
-        for side in (-1, 1):
-            strokes.append(dot(rng, hx + side * hr * 0.4, hy - hr * 0.25, 0.03))
+        strokes += [dot(rng, hx + side * hr * 0.4, hy - hr * 0.25, 0.03) for side in (-1, 1)]
     if maybe(rng, 0.25):  # a carrot nose
         strokes.append(seg((hx, hy), (hx + u(rng, 0.2, 0.35), hy + 0.05), (hx, hy + 0.08)))
     if maybe(rng, 0.15):  # a hat
@@ -766,8 +746,7 @@ def snowman(rng: Rng) -> list[Stroke]:
             if maybe(rng, 0.5):
                 strokes.append(seg((x1 - side * 0.1, y1 - 0.12), (x1, y1), (x1 + side * 0.02, y1 + 0.12)))
     if maybe(rng, 0.15):  # buttons
-        for k in range(int(rng.integers(2, 4))):
-            strokes.append(dot(rng, bx, by - br * 0.5 + k * br * 0.45, 0.03))
+        strokes += [dot(rng, bx, by - br * 0.5 + k * br * 0.45, 0.03) for k in range(int(rng.integers(2, 4)))]
     return strokes
 
 
@@ -812,8 +791,7 @@ def sun(rng: Rng) -> list[Stroke]:
         rr = np.where(np.arange(2 * k + 1) % 2 == 0, r + 0.05, u(rng, 0.75, 1.0))
         strokes.append(np.stack([rr * np.cos(a), rr * np.sin(a)], axis=1))
     if maybe(rng, 0.2):  # a face
-        for side in (-1, 1):
-            strokes.append(dot(rng, side * r * 0.35, -r * 0.25, 0.03))
+        strokes += [dot(rng, side * r * 0.35, -r * 0.25, 0.03) for side in (-1, 1)]
         strokes.append(arc(0, r * 0.1, r * 0.4, r * 0.3, 0.2 * np.pi, 0.8 * np.pi, 8))
     return strokes
 
@@ -828,8 +806,7 @@ def triangle(rng: Rng) -> list[Stroke]:
 
 
 def umbrella(rng: Rng) -> list[Stroke]:
-    w = 1.0
-    ch = u(rng, 0.45, 0.8)  # canopy height
+    w, ch = 1.0, u(rng, 0.45, 0.8)  # ch: the canopy's height
     base = -1 + ch
     top = arc(0, base, w, ch, np.pi, TAU, 20)
     style = rng.random()
@@ -861,9 +838,8 @@ def umbrella(rng: Rng) -> list[Stroke]:
 
 
 def wine_glass(rng: Rng) -> list[Stroke]:
-    bw = u(rng, 0.45, 0.75)
+    bw, bowl_bottom = u(rng, 0.45, 0.75), u(rng, -0.15, 0.25)  # the bowl's half width, its bottom's y
     rim, foot = -1.0, 1.0
-    bowl_bottom = u(rng, -0.15, 0.25)
     if rng.random() < 0.7:  # a round bowl
         t = np.linspace(0, 1, 16)
         ys = rim + (bowl_bottom - rim) * np.sin(np.pi * t) ** u(rng, 0.6, 1.2)

@@ -244,9 +244,7 @@ def _manifest(per_class: int, test_per_class: int, classes: Sequence[str], seed:
 def builtin_dir(variant: str = "smoke", data_dir: str | Path | None = None) -> Path:
     """Where a built-in variant lives: ``data/builtin/<variant>`` (not generated here)."""
     if data_dir is None:
-        from utils.config import DATA_DIR
-
-        data_dir = DATA_DIR
+        from utils.config import DATA_DIR as data_dir
     return Path(data_dir) / "builtin" / variant
 
 
@@ -294,18 +292,14 @@ def _remove_stale(parent: Path, variant: str) -> None:
     while generating (SIGKILL skips their clean-up)."""
     for path in parent.glob(f".{variant}.*-*"):
         kind, _, pid = path.name[len(variant) + 2 :].partition("-")
-        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+        if kind not in ("tmp", "old") or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)  # no error: still running (maybe generating right now)
+        except ProcessLookupError:
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    return True
+        except PermissionError:  # alive, another user's
+            pass
 
 
 def _matches(target: Path, want: dict) -> bool:
