@@ -1,25 +1,18 @@
-"""Launch Horovod jobs from a notebook and read what each rank printed.
+"""Run Horovod jobs from notebook 07 and read what each rank printed.
 
-``horovodrun -np 2 -H localhost:2 python script.py`` starts one process per slot; each line
-they print comes back prefixed with the rank (``[1]<stdout>:epoch 1 …``). This module builds
-such command lines, runs them with a timeout and splits the output per rank. Every process
-a run starts carries a marker in its environment, so after the run (normal exit, error,
-timeout or a keyboard interrupt) any survivor is found through its environment and killed:
-nothing outlives the cell. It also reads ``horovodrun --check-build``.
-
-Introduced in notebook 07. No TensorFlow or Horovod import here: the helpers run in the
-main environment (tests) and in the Horovod environment (TensorFlow 2.12, NumPy 1.23).
+``horovodrun -np 2 -H localhost:2 python script.py`` starts one process per slot and relays their
+lines prefixed with the rank (``[1]<stdout>:epoch 1 …``). :func:`run_horovod` runs it with a
+timeout, splits the output per rank and kills whatever the run left behind (found by a marker in
+its environment). No TensorFlow or Horovod import: this runs in both environments.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from infra.process import child_env, start_child, stop_child
+from infra.process import StreamedRun, child_env, run_streaming
 
 MARKER_VAR = "COURSE_HOROVOD_RUN"
 """Environment variable set (to a fresh id) for every process of one :func:`run_horovod`."""
@@ -43,11 +36,8 @@ _CHECK_LINE = re.compile(r"^\s*\[(?P<mark>[ X])\]\s+(?P<name>\S.*?)\s*$")
 
 
 def hosts_arg(slots: Mapping[str, int]) -> str:
-    """The ``-H`` value for ``horovodrun``: ``{"server1": 4, "server2": 4}`` → ``server1:4,server2:4``.
-
-    Each host gets as many slots (processes, normally one per GPU) as its value. Used in
-    notebook 07.
-    """
+    """The ``-H`` value for ``horovodrun``: ``{"server1": 4, "server2": 4}`` → ``server1:4,server2:4``
+    (slots: processes, normally one per GPU)."""
     if not slots:
         raise ValueError("give at least one host")
     parts = []
@@ -61,10 +51,8 @@ def hosts_arg(slots: Mapping[str, int]) -> str:
 
 
 def horovodrun_path(python: str | os.PathLike[str] | None = None) -> str:
-    """The ``horovodrun`` next to ``python`` (default: this interpreter), else the one on PATH.
-
-    Used in notebook 07, whose kernel is the Horovod environment's Python.
-    """
+    """The ``horovodrun`` next to ``python`` (default: this interpreter, the Horovod environment's
+    in notebook 07), else the one on PATH."""
     candidate = Path(python or sys.executable).parent / "horovodrun"
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return str(candidate)
@@ -81,30 +69,20 @@ def horovodrun_command(
     command: Sequence[str],
     *,
     np: int,
-    hosts: str | Mapping[str, int] | None = None,
+    hosts: Mapping[str, int] | None = None,
     horovodrun: str = "horovodrun",
     options: Sequence[str] = (),
 ) -> list[str]:
-    """``horovodrun -np N -H hosts [options] command…`` as an argument list.
-
-    ``hosts`` defaults to ``localhost:N`` (all processes on this machine). The total number of
-    slots must be at least ``np``. Used in notebook 07.
-    """
+    """``horovodrun -np N -H hosts [options] command…`` as an argument list; ``hosts`` defaults to
+    ``{"localhost": np}`` and must have at least ``np`` slots."""
     if not isinstance(np, int) or isinstance(np, bool) or np < 1:
         raise ValueError(f"np must be a whole number ≥ 1, got {np!r}")
     if not command:
         raise ValueError("give the command each rank runs, e.g. ['python', 'train.py']")
-    if hosts is None:
-        hosts = {"localhost": np}
-    host_value = hosts if isinstance(hosts, str) else hosts_arg(hosts)
-    total = 0
-    for part in host_value.split(","):
-        name, _, n = part.partition(":")
-        if not name or not n.isdigit() or int(n) < 1:
-            raise ValueError(f"bad -H entry {part!r}: use host:slots, e.g. server1:4")
-        total += int(n)
-    if total < np:
-        raise ValueError(f"-H {host_value} has {total} slot(s) but -np asks for {np} processes")
+    hosts = {"localhost": np} if hosts is None else hosts
+    host_value = hosts_arg(hosts)
+    if sum(hosts.values()) < np:
+        raise ValueError(f"-H {host_value} has {sum(hosts.values())} slot(s) but -np asks for {np} processes")
     return [horovodrun, "-np", str(np), "-H", host_value, *options, *command]
 
 
@@ -118,10 +96,7 @@ class RankLine:
 
 
 def parse_rank_lines(output: str) -> tuple[list[RankLine], list[str]]:
-    """Split horovodrun's output into rank lines and the launcher's own lines.
-
-    Returns ``(rank_lines, other_lines)``. Used in notebook 07 and its tests.
-    """
+    """Split horovodrun's output into ``(rank_lines, the launcher's own lines)``."""
     ranked: list[RankLine] = []
     other: list[str] = []
     for line in output.splitlines():
@@ -143,14 +118,9 @@ class HorovodRun:
     seconds: float
     timed_out: bool = False
     run_id: str = ""
-    survivors: list[str] = field(default_factory=list)
+    survivors: list[str] = field(default_factory=list)  # command lines of what was left and killed
     lines: list[RankLine] = field(default_factory=list)
     launcher_lines: list[str] = field(default_factory=list)
-
-    @property
-    def survivors_killed(self) -> int:
-        """How many processes of this run were still alive after it and had to be killed."""
-        return len(self.survivors)
 
     @property
     def ok(self) -> bool:
@@ -180,133 +150,63 @@ class HorovodRun:
         return self
 
 
-def marked_processes(run_id: str) -> list[int]:
-    """Process ids whose environment has ``COURSE_HOROVOD_RUN=run_id``.
-
-    Used by :func:`run_horovod` to find anything a run left behind; notebook 07 asserts the
-    list is empty after each run.
-    """
-    if not run_id:
-        raise ValueError("run_id must not be empty")
-    found = []
-    for proc in psutil.process_iter(["environ"]):  # environ is None where we may not read it
-        if proc.pid != os.getpid() and (proc.info["environ"] or {}).get(MARKER_VAR) == run_id:
-            found.append(proc.pid)
-    return sorted(found)
+def _marked(run_id: str) -> list[psutil.Process]:
+    """The processes whose environment has ``COURSE_HOROVOD_RUN=run_id``."""
+    return [proc for proc in psutil.process_iter(["environ"])  # environ is None where we may not read it
+            if proc.pid != os.getpid() and (proc.info["environ"] or {}).get(MARKER_VAR) == run_id]
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return " ".join(psutil.Process(pid).cmdline())
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return ""
-
-
-def kill_marked(run_id: str, grace_seconds: float = 2.0) -> int:
-    """SIGTERM, then SIGKILL, every process carrying the marker of ``run_id``; return how many.
-
-    Used by :func:`run_horovod`.
-    """
-    pids = marked_processes(run_id)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_seconds
-        while time.monotonic() < deadline and marked_processes(run_id):
+def _end_run(run_id: str, settle_seconds: float) -> list[str]:
+    """Give a run's processes ``settle_seconds`` to exit, then SIGTERM, SIGKILL those left;
+    return their command lines."""
+    deadline = time.monotonic() + settle_seconds
+    while (left := _marked(run_id)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    survivors = []
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            survivors.append(" ".join(proc.cmdline()) or f"pid {proc.pid}")
+    for kill in (psutil.Process.terminate, psutil.Process.kill):
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                kill(proc)
+        deadline = time.monotonic() + 2.0
+        while (left := _marked(run_id)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not marked_processes(run_id):
-            break
-    return len(pids)
+    return survivors
 
 
 def run_horovod(
     command: Sequence[str],
     *,
     np: int = 2,
-    hosts: str | Mapping[str, int] | None = None,
     timeout: float = 300.0,
     env: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
     horovodrun: str | None = None,
     options: Sequence[str] = (),
     echo: Callable[[str], None] | None = None,
     settle_seconds: float = 3.0,
 ) -> HorovodRun:
-    """Run ``horovodrun -np N -H … command`` and return its output split per rank.
+    """Run ``horovodrun -np N -H localhost:N [options] command`` and return its output split per rank.
 
-    ``command`` is what each rank runs (``[sys.executable, "train.py", "--epochs", "2"]``).
-    Output lines are passed to ``echo`` as they arrive (e.g. ``print``) and returned in the
-    result. After ``timeout`` seconds, on an error or on a keyboard interrupt the launcher's
-    process group is killed; then, in every case, processes still carrying this run's
-    marker get ``settle_seconds`` to exit on their own and are then killed; their command
-    lines are listed in ``survivors``. Used in notebook 07.
+    ``command`` is what each rank runs; ``echo`` (e.g. ``print``) gets each line as it arrives.
+    After ``timeout`` seconds or on an exception (Ctrl-C too) the launcher is stopped. Then the
+    processes still carrying this run's marker get ``settle_seconds`` (none after a timeout) to
+    exit and are killed; their command lines are listed in ``survivors``.
     """
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    launcher = horovodrun or horovodrun_path()
-    argv = horovodrun_command(command, np=np, hosts=hosts, horovodrun=launcher, options=options)
+    argv = horovodrun_command(command, np=np, horovodrun=horovodrun or horovodrun_path(), options=options)
     run_id = uuid.uuid4().hex
-    child = child_env({**(env or {}), MARKER_VAR: run_id, "PYTHONUNBUFFERED": "1"})
-    chunks: list[str] = []
+    survivors: list[str] = []
+
+    def end_run(run: StreamedRun) -> None:
+        survivors.extend(_end_run(run_id, 0.0 if run.timed_out else settle_seconds))
+
     start = time.perf_counter()
-    proc = start_child(argv, env=child, cwd=cwd, stderr=subprocess.STDOUT)
-    reader = _read_lines(proc, chunks, echo)
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop_child(proc)
-    except BaseException:  # KeyboardInterrupt (Kernel → Interrupt) included
-        stop_child(proc)
-        raise
-    finally:
-        survivors = _end_run(run_id, 0.0 if timed_out else settle_seconds)
-        reader.join(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
-    output = "".join(chunks)
-    lines, other = parse_rank_lines(output)
-    return HorovodRun(
-        command=argv,
-        returncode=proc.returncode if proc.returncode is not None else -1,
-        output=output,
-        seconds=time.perf_counter() - start,
-        timed_out=timed_out,
-        run_id=run_id,
-        survivors=survivors,
-        lines=lines,
-        launcher_lines=other,
-    )
-
-
-def _read_lines(proc: subprocess.Popen[str], chunks: list[str],
-                echo: Callable[[str], None] | None) -> threading.Thread:
-    """A thread that appends ``proc``'s output lines to ``chunks`` (and passes them to ``echo``)."""
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            chunks.append(line)
-            if echo is not None:
-                echo(line.rstrip("\n"))
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    return reader
-
-
-def _end_run(run_id: str, settle_seconds: float) -> list[str]:
-    """Give a run's processes ``settle_seconds`` to exit, kill those left; their command lines."""
-    deadline = time.monotonic() + settle_seconds
-    while marked_processes(run_id) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    survivors = [_cmdline(pid) or f"pid {pid}" for pid in marked_processes(run_id)]
-    kill_marked(run_id)
-    return survivors
+    streamed = run_streaming(argv, env=child_env({**(env or {}), MARKER_VAR: run_id}), timeout=timeout,
+                             on_line=echo, on_exit=end_run)
+    lines, other = parse_rank_lines(streamed.output)
+    return HorovodRun(argv, streamed.returncode, streamed.output, time.perf_counter() - start,
+                      streamed.timed_out, run_id, survivors, lines, other)
 
 
 def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:

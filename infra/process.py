@@ -4,7 +4,7 @@ TensorFlow reads its device settings and ``TF_CONFIG`` once per process, so the 
 every variant and every worker in a child: :func:`start_child` starts it in its own process
 group, with the project importable and (Linux) SIGTERM when its parent dies; :func:`stop_child`
 ends the group (SIGTERM, a grace period, SIGKILL). :func:`run_program`, :func:`run_python` and
-:func:`run_until` run a child to its end; nothing outlives the call. Introduced in notebook 02.
+:func:`run_streaming` run a child to its end; nothing outlives the call. Introduced in notebook 02.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from infra.watchdog import Watchdog
 from utils.config import PROJECT_ROOT
 
 # How a child program reports a result: a line ``RESULT {json}`` (see :func:`report`).
@@ -229,44 +228,72 @@ def run_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None, ti
 
 
 @dataclass
-class KilledRun:
-    """What :func:`run_until` saw: output lines, whether it killed the process, exit code."""
+class StreamedRun:
+    """What :func:`run_streaming` saw: the lines printed (stderr merged), the exit code, whether
+    ``on_line`` had the process killed and whether it timed out."""
 
     lines: list[str]
-    killed: bool
-    returncode: int
+    returncode: int = -1
+    killed: bool = False
+    timed_out: bool = False
 
     @property
     def output(self) -> str:
         return "\n".join(self.lines)
 
 
-def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = None, *,
-              env: Mapping[str, str] | None = None, timeout: float = 300.0) -> KilledRun:
-    """Run ``python argv...`` in the project root and SIGKILL its process group when a line it
-    prints (stderr merged) makes ``kill_when(line)`` true, as a crash would stop it; without
-    ``kill_when`` it runs to the end. After ``timeout`` seconds it is killed and ``TimeoutError``
-    raised. Used in notebook 04 (``BackupAndRestore``).
+def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                  cwd: str | os.PathLike[str] | None = None, timeout: float = 300.0,
+                  on_line: Callable[[str], object] | None = None,
+                  on_exit: Callable[[StreamedRun], object] | None = None) -> StreamedRun:
+    """Run ``argv`` (``env`` complete, as for :func:`start_child`) and pass each line it prints
+    to ``on_line`` as it comes; when ``on_line`` returns true the process group is SIGKILLed, as
+    a crash would stop it. After ``timeout`` seconds, or on an exception (Ctrl-C too), it is stopped.
+    ``on_exit(run)`` is called once it has ended, before its last lines are read: the moment to end
+    what it started outside its process group, which may hold its output open.
     """
-    proc = start_child([sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT,
-                       stderr=subprocess.STDOUT)
+    if timeout <= 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    proc = start_child(argv, env=env, cwd=cwd, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
-    lines: list[str] = []
-    killed = False
+    run = StreamedRun([])
+
+    def pump() -> None:  # in a thread: the main thread waits with a timeout and gets Ctrl-C
+        for raw in proc.stdout:
+            run.lines.append(raw.rstrip("\n"))
+            if on_line is not None and on_line(run.lines[-1]):
+                run.killed = True
+                signal_group(proc, signal.SIGKILL)
+                return
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
-        with Watchdog(timeout, lambda: signal_group(proc, signal.SIGKILL)) as watchdog:
-            for raw in proc.stdout:
-                lines.append(raw.rstrip("\n"))
-                if kill_when is not None and kill_when(lines[-1]):
-                    signal_group(proc, signal.SIGKILL)
-                    killed = True
-                    break
-            proc.wait(timeout=30)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        run.timed_out = True
+        stop_child(proc)
+    except BaseException:
+        stop_child(proc)
+        raise
     finally:
-        if proc.poll() is None:
-            stop_child(proc, grace_seconds=0)
-        proc.stdout.close()
-    if watchdog.fired:
-        raise TimeoutError(f"{argv[0]} ran longer than {timeout} s and was killed; last lines:\n"
-                           + "\n".join(lines[-10:]))
-    return KilledRun(lines, killed, proc.returncode)
+        if on_exit is not None:
+            on_exit(run)
+        reader.join(timeout=5)
+        if not reader.is_alive():  # else a process outside the group holds the pipe: close would block
+            proc.stdout.close()
+    run.returncode = proc.returncode
+    return run
+
+
+def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = None, *,
+              env: Mapping[str, str] | None = None, timeout: float = 300.0) -> StreamedRun:
+    """Run ``python argv...`` in the project root and SIGKILL it when a line it prints makes
+    ``kill_when(line)`` true (see :func:`run_streaming`); ``TimeoutError`` after ``timeout``
+    seconds. Used in notebook 04 (``BackupAndRestore``)."""
+    run = run_streaming([sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT,
+                        timeout=timeout, on_line=kill_when)
+    if run.timed_out:
+        raise TimeoutError(f"{argv[0]} ran longer than {timeout} s and was stopped; last lines:\n"
+                           + "\n".join(run.lines[-10:]))
+    return run

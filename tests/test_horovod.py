@@ -51,14 +51,12 @@ def test_horovodrun_command() -> None:
     cmd = horovod.horovodrun_command(["x"], np=16, hosts={f"server{i}": 4 for i in range(1, 5)})
     assert cmd[3:5] == ["-H", "server1:4,server2:4,server3:4,server4:4"]
     with pytest.raises(ValueError, match="slot"):
-        horovod.horovodrun_command(["x"], np=3, hosts="localhost:2")
+        horovod.horovodrun_command(["x"], np=3, hosts={"localhost": 2})
     for bad in (0, -1, True):
         with pytest.raises(ValueError):
             horovod.horovodrun_command(["x"], np=bad)
     with pytest.raises(ValueError):
         horovod.horovodrun_command([], np=1)
-    with pytest.raises(ValueError):
-        horovod.horovodrun_command(["x"], np=1, hosts="localhost")
 
 
 def test_parse_rank_lines() -> None:
@@ -196,16 +194,16 @@ def test_run_horovod_splits_output(fake_horovodrun: str) -> None:
     assert run.launcher_lines == ["launcher line"]
     assert len(echoed) == 3
     assert run.check() is run
-    assert run.survivors == [] and horovod.marked_processes(run.run_id) == []
+    assert run.survivors == [] and horovod._marked(run.run_id) == []
 
 
 def test_run_horovod_lets_short_lived_helpers_exit(fake_horovodrun: str) -> None:
     run = horovod.run_horovod(["orphan"], np=1, horovodrun=fake_horovodrun, timeout=30, settle_seconds=10)
     assert run.ok and run.survivors == []
-    assert horovod.marked_processes(run.run_id) == []
+    assert horovod._marked(run.run_id) == []
     run = horovod.run_horovod(["orphan"], np=1, horovodrun=fake_horovodrun, timeout=30, settle_seconds=0)
-    assert run.survivors_killed == 1 and "time.sleep(1)" in run.survivors[0]
-    assert horovod.marked_processes(run.run_id) == []
+    assert len(run.survivors) == 1 and "time.sleep(1)" in run.survivors[0]
+    assert horovod._marked(run.run_id) == []
 
 
 def test_run_horovod_failure_raises_with_tail(fake_horovodrun: str) -> None:
@@ -220,9 +218,9 @@ def test_run_horovod_timeout_leaves_no_process(fake_horovodrun: str) -> None:
     run = horovod.run_horovod(["hang"], np=1, horovodrun=fake_horovodrun, timeout=3)
     assert run.timed_out and not run.ok
     assert time.monotonic() - start < 30
-    assert run.survivors_killed >= 1  # the worker that escaped the process group
+    assert len(run.survivors) >= 1  # the worker that escaped the process group
     assert any("time.sleep(120)" in cmd for cmd in run.survivors)
-    assert horovod.marked_processes(run.run_id) == []
+    assert horovod._marked(run.run_id) == []
     assert _sleepers() == []  # the sleeper our fake launcher started is gone
     with pytest.raises(RuntimeError, match="timed out"):
         run.check()
@@ -254,26 +252,6 @@ def test_run_horovod_interrupt_leaves_no_process(fake_horovodrun: str) -> None:
     while _sleepers() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _sleepers() == []
-
-
-def test_marked_processes_and_kill(tmp_path: Path) -> None:
-    run_id = "test-" + os.urandom(4).hex()
-    env = dict(os.environ, **{horovod.MARKER_VAR: run_id})
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
-    try:
-        deadline = time.monotonic() + 10
-        while proc.pid not in horovod.marked_processes(run_id) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert horovod.marked_processes(run_id) == [proc.pid]
-        assert horovod.kill_marked(run_id) == 1
-        proc.wait(timeout=10)
-        assert horovod.marked_processes(run_id) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    with pytest.raises(ValueError):
-        horovod.marked_processes("")
 
 
 def test_run_horovod_rejects_bad_timeout(fake_horovodrun: str) -> None:
