@@ -1,15 +1,9 @@
-"""What the setup cell does on Colab after it has cloned the course: install what Colab lacks.
+"""What the setup cell does on Colab after cloning the course: install what Colab lacks.
 
-Colab (googlecolab/backend-info, 2026-08: Python 3.13, TensorFlow 2.20.0, Keras 3.13.2,
-tf_keras 2.20.1, protobuf 5.29.6; working directory ``/content``; the TPU runtime has no
-TensorFlow) ships its own TensorFlow. The course keeps it when it is 2.21; otherwise it
-installs the 2.21 build that fits the runtime — ``tensorflow[and-cuda]`` on a GPU runtime
-(NVIDIA's CUDA and cuDNN as pip packages), the plain wheel elsewhere — and then the rest of
-``requirements-colab.txt`` (Keras pinned too). Replacing TensorFlow also replaces packages it
-pins (protobuf, h5py, Keras, …); any of them already imported in the session loads its new
-version only after *Runtime → Restart session*, so :func:`install` then stops with that
-instruction, naming them. Used by the setup cell of notebooks 00–06
-and 08+ on Colab only (notebook 07 needs Horovod's own environment, which Colab cannot host).
+Colab ships its own TensorFlow; the course keeps it when it is 2.21, else installs 2.21
+(``tensorflow[and-cuda]`` on a GPU runtime), then ``requirements-colab.txt``. A package replaced
+while imported loads its new version only after *Runtime → Restart session*, so :func:`install`
+then stops and says so. Used by the setup cells of notebooks 00–06 and 08+ (07 needs Horovod).
 """
 
 from __future__ import annotations
@@ -30,7 +24,7 @@ WATCHED = {"tensorflow": "tensorflow", "keras": "keras", "tf-keras": "tf_keras",
 
 
 class RestartRequired(RuntimeError):
-    """TensorFlow was replaced on disk while an older one is loaded: restart the session."""
+    """A package was replaced on disk while an older one is loaded: restart the session."""
 
 
 def installed_version(package: str) -> str | None:
@@ -53,17 +47,10 @@ def tensorflow_requirement(tf_version: str | None, gpu: bool) -> str | None:
     return f"tensorflow[and-cuda]=={TF_PIN}" if gpu else f"tensorflow=={TF_PIN}"
 
 
-def install(
-    course_root: str | Path,
-    *,
-    run: Callable[..., Any] = subprocess.run,
-    gpu: bool | None = None,
-) -> str:
-    """Install what the course needs on Colab and return one line saying what was done.
-
-    ``run`` is ``subprocess.run`` (the tests pass a recorder). Raises :class:`RestartRequired`
-    when TensorFlow had to be replaced after it was imported in this session.
-    """
+def install(course_root: str | Path, *, run: Callable[..., Any] = subprocess.run, gpu: bool | None = None) -> str:
+    """Install what the course needs on Colab and return one line saying what was done; raise
+    :class:`RestartRequired` when a package imported in this session was replaced. ``run`` is
+    ``subprocess.run`` (the tests pass a recorder)."""
     root = Path(course_root)
     gpu = gpu_runtime() if gpu is None else gpu
     versions_before = {name: installed_version(name) for name in WATCHED}
@@ -75,19 +62,9 @@ def install(
     run([*pip, "-r", str(root / "requirements-colab.txt")], check=True)
     message = (f"kept Colab's TensorFlow {before}; installed requirements-colab.txt" if wanted is None else
                f"installed {wanted} (Colab had {before or 'no TensorFlow'}) and requirements-colab.txt")
-    stale = stale_modules(versions_before)
+    stale = [f"{name} {old} → {installed_version(name)}" for name, old in versions_before.items()
+             if installed_version(name) != old and WATCHED[name] in sys.modules]  # old code still loaded
     if stale:
         raise RestartRequired(f"{message}; replaced while loaded: {', '.join(stale)}. "
                               "Now Runtime → Restart session, then run this cell again")
     return message
-
-
-def stale_modules(versions_before: dict[str, str | None]) -> list[str]:
-    """``["protobuf 5.29.6 → 6.31.1", …]``: watched packages whose version changed on disk while
-    this session has them imported (their old code stays loaded until a restart)."""
-    stale = []
-    for name, old in versions_before.items():
-        new = installed_version(name)
-        if new != old and WATCHED[name] in sys.modules:
-            stale.append(f"{name} {old} → {new}")
-    return stale

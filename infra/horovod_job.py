@@ -1,15 +1,9 @@
-"""The parts of notebook 07's Horovod training scripts that are not the lesson.
+"""What notebook 07's Horovod scripts share that is not the lesson.
 
-``scripts/workers/horovod_keras.py`` and ``scripts/workers/horovod_custom_loop.py`` keep every
-Horovod call in view; what they share lives here: their options, the training images (the
-built-in doodles of ``quickdraw``), the learning-rate warm-up, a record of which files
-each rank wrote, and the per-rank report the notebook reads back to check that the ranks
-agree. The model (:func:`utils.models.build_cnn`) and the weights digest and difference
-(:mod:`utils.training`) are the course's own, shared with notebooks 04 and 05.
-
-Introduced in notebook 07. Runs under TensorFlow 2.12 / NumPy 1.23 (the Horovod
-environment) and under the main environment (tests): NumPy only
-(``tests/test_compat.py`` checks what it imports).
+``scripts/workers/horovod_keras.py`` and ``horovod_custom_loop.py`` keep every Horovod call in
+view; here are their options, training images, learning-rate warm-up, a record of the files each
+rank wrote and the per-rank report notebook 07 reads back. Runs under TensorFlow 2.12 / NumPy 1.23
+(the Horovod environment) too: NumPy only (``tests/test_compat.py`` checks what it imports).
 """
 
 from __future__ import annotations
@@ -40,40 +34,25 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
 
 
 def load_images(n: int, *, image_size: int = 28, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Training images for the Horovod scripts: the built-in doodles as
-    ``(images float32 (n, size, size, 1) in [0, 1], labels int64, class_names)``.
-
-    Every rank calls this with the same arguments and gets the same arrays; each then keeps
-    its own shard. Used by the scripts of notebook 07.
-    """
+    """The built-in doodles as ``(images float32 (n, size, size, 1) in [0, 1], labels int64,
+    class_names)``: every rank gets the same arrays, then keeps its own shard."""
     import quickdraw
 
-    images, labels, names = quickdraw.load_arrays(n, image_size=image_size, seed=seed)
-    images = np.asarray(images, dtype=np.float32)
-    if images.ndim == 3:
-        images = images[..., None]
-    if images.max() > 1.0:
-        images = images / 255.0
-    return images, np.asarray(labels, dtype=np.int64), list(names)
+    return quickdraw.load_arrays(n, image_size=image_size, seed=seed)
 
 
 def shard_indices(n: int, size: int, rank: int) -> np.ndarray:
-    """The example indices rank ``rank`` of ``size`` keeps: every ``size``-th from ``rank``.
-
-    The same rule as ``tf.data.Dataset.shard(size, rank)``, shown in notebook 07.
-    """
+    """The example indices rank ``rank`` of ``size`` keeps: every ``size``-th from ``rank``, the
+    rule of ``tf.data.Dataset.shard(size, rank)``."""
     if size < 1 or not 0 <= rank < size:
         raise ValueError(f"need size ≥ 1 and 0 ≤ rank < size, got size={size}, rank={rank}")
     return np.arange(rank, n, size)
 
 
 def warmup_lr(epoch: float, *, target_lr: float, size: int, warmup_epochs: float) -> float:
-    """Horovod's linear warm-up: from ``target_lr / size`` at epoch 0 to ``target_lr``.
-
-    ``target_lr`` is the already scaled rate (base rate × ``size``); after ``warmup_epochs``
-    the rate stays at ``target_lr``. The rule of ``LearningRateWarmupCallback`` (Goyal et
-    al. 2017), which evaluates it at ``epoch + (batch + 1) / steps_per_epoch`` before each
-    batch; used by the custom-loop script and the warm-up figure of notebook 07.
+    """Horovod's linear warm-up (``LearningRateWarmupCallback``, Goyal et al. 2017): from
+    ``target_lr / size`` at epoch 0 to ``target_lr`` (base rate × ``size``) at ``warmup_epochs``,
+    then constant. The callback evaluates it at ``epoch + (batch + 1) / steps_per_epoch``.
     """
     if size < 1 or target_lr <= 0 or warmup_epochs < 0:
         raise ValueError("need size ≥ 1, target_lr > 0 and warmup_epochs ≥ 0")
@@ -83,12 +62,8 @@ def warmup_lr(epoch: float, *, target_lr: float, size: int, warmup_epochs: float
 
 
 class WriteLog:
-    """Notes which files under a folder this process created or changed.
-
-    ``with WriteLog(folder) as log: save(...)`` compares each file's size, mtime and inode
-    before and after; ``log.written`` lists the changed files. The scripts of notebook 07
-    use it to show that rank 0 alone writes checkpoints.
-    """
+    """``with WriteLog(folder) as log: save(...)``: ``log.written`` lists the files under
+    ``folder`` the block created or changed (to show that rank 0 alone writes checkpoints)."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
@@ -117,10 +92,7 @@ class WriteLog:
 
 @dataclass
 class RankReport:
-    """What one rank did, written as ``rank<r>.json`` next to ``rank<r>.npz`` (its final weights).
-
-    Notebook 07 reads the reports of all ranks to check that they agree.
-    """
+    """What one rank did, written as ``rank<r>.json`` next to ``rank<r>.npz`` (its final weights)."""
 
     script: str
     rank: int
@@ -148,7 +120,7 @@ class RankReport:
 
 
 def load_reports(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rank reports in ``folder``, sorted by rank (notebook 07)."""
+    """The rank reports in ``folder``, sorted by rank."""
     reports = [json.loads(p.read_text()) for p in Path(folder).glob("rank*.json")]
     if not reports:
         raise FileNotFoundError(f"no rank*.json reports in {folder}: did the run fail?")
