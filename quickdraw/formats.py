@@ -1,26 +1,16 @@
 """Read and write the published Quick, Draw! formats, with a clear answer for bad input.
 
-Formats (exactly as Google and Kaggle publish them):
+- Kaggle ``train_simplified/<word>.csv`` (``countrycode,drawing,key_id,recognized,timestamp,
+  word``; ``drawing`` is JSON ``[[[x0, x1, ...], [y0, y1, ...]], ...]``, integers 0-255) and
+  ``test_simplified.csv`` (``key_id,countrycode,drawing``).
+- Google ``simplified/<word>.ndjson``: one JSON object a line, the same fields.
+- Google ``raw/<word>.ndjson``: strokes ``[[x...], [y...], [t...]]`` in screen pixels and ms,
+  mapped into the 0-255 frame by :func:`normalise_raw` (times kept).
+- Google ``numpy_bitmap/<word>.npy``: ``uint8`` ``(N, 784)``, read without pickles.
 
-- Kaggle ``train_simplified/<word>.csv``: header ``countrycode,drawing,key_id,recognized,
-  timestamp,word``; ``drawing`` is JSON ``[[[x0, x1, ...], [y0, y1, ...]], ...]`` with
-  integer coordinates 0-255. Kaggle ``test_simplified.csv``: ``key_id,countrycode,drawing``.
-- Google ``simplified/<word>.ndjson``: one JSON object a line with the same fields
-  (``key_id`` is a string there).
-- Google ``raw/<word>.ndjson``: strokes ``[[x...], [y...], [t...]]`` in float screen pixels
-  and milliseconds. :func:`normalise_raw` maps them into the simplified 0-255 frame
-  (top-left at 0, longer side 255, aspect ratio kept) and keeps the times.
-- Google ``numpy_bitmap/<word>.npy``: ``uint8`` array ``(N, 784)`` (28x28 images); read by
-  :func:`read_npy_bitmaps` with ``allow_pickle=False`` always.
-
-Bad input (malformed JSON, empty drawings, x/y length mismatch, coordinates out of range,
-unknown classes, wrong ``.npy`` shape or dtype, truncated files) is handled the way the
-caller chooses: ``strict=True`` raises :class:`QuickDrawFormatError` naming file, line and
-reason; ``strict=False`` skips the row and counts it in a :class:`ReadReport`.
-
-Strokes are returned as a list of ``float32`` arrays of shape ``(n, 2)`` (x, y) or
-``(n, 3)`` (x, y, t in ms since the first point) - the renderer's input.
-
+Bad input: ``strict=True`` raises :class:`QuickDrawFormatError` naming file, line and reason;
+``strict=False`` skips the row and counts it in a :class:`ReadReport`. Strokes come back as
+``float32`` arrays ``(n, 2)`` (x, y) or ``(n, 3)`` (x, y, t in ms), the renderer's input.
 Used in notebooks 04, 05 and 06 through :func:`quickdraw.make_dataset`.
 """
 
@@ -28,8 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import threading
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +33,6 @@ from quickdraw.labels import LabelMap, google_name
 KAGGLE_COLUMNS = ("countrycode", "drawing", "key_id", "recognized", "timestamp", "word")
 KAGGLE_TEST_COLUMNS = ("key_id", "countrycode", "drawing")
 NPY_SIDE = 28
-# Standard sub-directories of the published layouts, searched by find_class_files.
 LAYOUT_DIRS = ("train_simplified", "simplified", "raw", "numpy_bitmap")
 
 csv.field_size_limit(1 << 26)  # some real drawings are long JSON strings
@@ -59,8 +48,11 @@ class QuickDrawFormatError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {reason}")
 
-    def __reduce__(self) -> tuple:  # so that it crosses process boundaries (write_shards' workers)
+    def __reduce__(self) -> tuple:  # crosses process boundaries (write_shards' workers)
         return (type(self), (self.path, self.line, self.reason))
+
+
+_REPORT_LOCK = threading.Lock()  # one for all reports: a report pickles as plain data
 
 
 class BadDrawing(ValueError):
@@ -80,7 +72,6 @@ class ReadReport:
     by_reason: Counter = field(default_factory=Counter)
     by_file: Counter = field(default_factory=Counter)
     examples: list[tuple[str, int | None, str]] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def skipped(self) -> int:
@@ -89,12 +80,12 @@ class ReadReport:
 
     def ok(self, n: int = 1) -> None:
         """Count ``n`` good rows."""
-        with self._lock:
+        with _REPORT_LOCK:
             self.rows_ok += n
 
     def bad(self, path: str | Path, line: int | None, reason: str) -> None:
         """Count one skipped row (or file, when ``line`` is None)."""
-        with self._lock:
+        with _REPORT_LOCK:
             self.by_reason[reason] += 1
             self.by_file[str(path)] += 1
             if len(self.examples) < self.max_examples:
@@ -102,21 +93,12 @@ class ReadReport:
 
     def merge(self, other: ReadReport) -> None:
         """Add another report's counts and examples (e.g. from a worker process)."""
-        with self._lock:
+        with _REPORT_LOCK:
             self.rows_ok += other.rows_ok
             self.by_reason.update(other.by_reason)
             self.by_file.update(other.by_file)
             room = max(0, self.max_examples - len(self.examples))
             self.examples.extend(other.examples[:room])
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def summary(self) -> str:
         """Human-readable report: totals, reasons, files, first examples."""
@@ -166,19 +148,14 @@ def _fail(strict: bool, report: ReadReport | None, path: str | Path, line: int |
         report.bad(path, line, reason)
 
 
-# ------------------------------------------------------------------------------------
-# Stroke parsing and validation
-# ------------------------------------------------------------------------------------
-def parse_points(
-    drawing: object, *, raw: bool | None = False, max_coord: float = 255.0
-) -> tuple[np.ndarray, list[int]]:
+# --- Stroke parsing and validation
+def parse_points(drawing: object, *, raw: bool | None = False) -> tuple[np.ndarray, list[int]]:
     """Validate a drawing and return all its points at once: ``(points, ends)``.
 
     ``points``: C-contiguous ``float32`` ``(N, 2)`` (x, y) or ``(N, 3)`` (x, y, t);
     ``ends``: cumulative stroke lengths (stroke ``i`` is ``points[ends[i-1]:ends[i]]``).
-    One NumPy conversion per drawing: the fast path used by the pipeline and the renderer.
     ``drawing`` is the JSON text or its decoded lists. ``raw=False``: simplified strokes
-    ``[[x...], [y...]]`` (extra lists are ignored) with coordinates in ``[0, max_coord]``;
+    ``[[x...], [y...]]`` (extra lists are ignored) with coordinates in ``[0, 255]``;
     ``raw=True``: ``[[x...], [y...], [t...]]``, any finite values; ``raw=None``: decided by
     the first stroke. Raises :class:`BadDrawing` with the reason.
     """
@@ -215,10 +192,10 @@ def parse_points(
     if not cv2.checkRange(arr)[0]:  # NaN or infinity anywhere
         raise BadDrawing("non-finite coordinate")
     lo, hi = cv2.minMaxLoc(arr[:2])[:2]
-    if not raw and (lo < 0 or hi > max_coord):
-        bad = int(np.flatnonzero(((arr < 0) | (arr > max_coord)).any(axis=0))[0])
+    if not raw and (lo < 0 or hi > 255):
+        bad = int(np.flatnonzero(((arr < 0) | (arr > 255)).any(axis=0))[0])
         s = next(i for i, e in enumerate(ends) if bad < e)
-        raise BadDrawing(f"stroke {s}: coordinate out of range 0..{max_coord:g} ({lo:g}..{hi:g})")
+        raise BadDrawing(f"stroke {s}: coordinate out of range 0..255 ({lo:g}..{hi:g})")
     return np.ascontiguousarray(arr.T), ends
 
 
@@ -229,97 +206,21 @@ def _coordinate_lists(stroke: list, width: int, s: int, raw: bool) -> int:
     if n <= 0:
         raise BadDrawing(f"empty stroke {s}")
     y = stroke[1]
-    if (
-        type(y) is not list
-        or len(y) != n
-        or (width == 3 and (type(stroke[2]) is not list or len(stroke[2]) != n))
-    ):
+    bad_t = width == 3 and (type(stroke[2]) is not list or len(stroke[2]) != n)
+    if type(y) is not list or len(y) != n or bad_t:
         raise BadDrawing(f"stroke {s}: x/y{'/t' if raw else ''} lists of different lengths")
     return n
 
 
-# A simplified drawing after whitespace is dropped and every integer becomes "N": strokes of
-# exactly an x list and a y list of non-negative integers (what Google and Kaggle publish).
-_STROKE = rb"\[\[N(?:,N)*\],\[N(?:,N)*\]\]"
-_SIMPLIFIED_BATCH = re.compile(rb"(?:\[" + _STROKE + rb"(?:," + _STROKE + rb")*\]\n)*")
+def parse_points_batch(texts: Sequence[str | bytes]) -> list[tuple[np.ndarray, list[int]]]:
+    """:func:`parse_points` of many simplified JSON texts. Used by the benchmarks."""
+    return [parse_points(text) for text in texts]
 
 
-def parse_points_batch(
-    texts: Sequence[str | bytes], *, max_coord: float = 255.0
-) -> list[tuple[np.ndarray, list[int]]]:
-    """:func:`parse_points` of many simplified JSON texts at once: the same results and errors.
-
-    The published simplified drawings (integer ``[[x...], [y...]]`` strokes, with or without
-    Kaggle's spaces) are checked and converted for the whole batch in a few C-level calls
-    (NumPy over the batch's characters: the numbers digit by digit, the structure as one
-    regular expression over a token string) instead of ``json.loads`` and a Python loop
-    per drawing. Any batch the fast path cannot vouch for (raw strokes, decimals, negative
-    or out-of-range values, malformed JSON, ...) goes through :func:`parse_points` drawing
-    by drawing, which gives the usual :class:`BadDrawing`. Used by ``benchmarks/bench_render.py`` (JSON text -> image).
-    """
-    fast = _parse_simplified_fast(texts, max_coord)
-    if fast is not None:
-        return fast
-    return [parse_points(text, raw=False, max_coord=max_coord) for text in texts]
-
-
-def _parse_simplified_fast(
-    texts: Sequence[str | bytes], max_coord: float
-) -> list[tuple[np.ndarray, list[int]]] | None:
-    """The fast path of :func:`parse_points_batch`, or None when the batch is not all
-    well-formed in-range simplified drawings."""
-    if not texts:
-        return []
-    try:
-        raw = [t if isinstance(t, bytes) else t.encode("ascii") for t in texts]
-    except UnicodeEncodeError:
-        return None
-    joined = b"\n".join(raw) + b"\n"
-    if joined.count(b"\n") != len(texts):  # a newline inside a text: let json decide
-        return None
-    chars = np.frombuffer(joined, np.uint8)
-    digit = (chars - ord("0")) < 10  # uint8 wraps: only '0'..'9' are below 10
-    after_digit = np.concatenate([[False], digit[:-1]])
-    starts = np.flatnonzero(digit & ~after_digit)
-    lengths = np.flatnonzero(digit & ~np.concatenate([digit[1:], [False]])) + 1 - starts
-    if lengths.size and (lengths.max() > 6 or np.any((chars[starts] == ord("0")) & (lengths > 1))):
-        return None  # huge numbers, or leading zeros (not JSON)
-    # the structure, with every number as one "N" and JSON's blanks dropped ("1 2" gives "NN")
-    blank = (chars == ord(" ")) | (chars == ord("\t")) | (chars == ord("\r"))
-    tok = np.where(digit, np.uint8(ord("N")), chars)[~(digit & after_digit) & ~blank]
-    if _SIMPLIFIED_BATCH.fullmatch(tok.tobytes()) is None:
-        return None
-    values = np.zeros(len(starts), np.int64)  # every number, digit by digit
-    for k in range(int(lengths.max(initial=0))):
-        more = lengths > k
-        values[more] = values[more] * 10 + (chars[starts[more] + k] - ord("0"))
-    if values.size and values.max() > max_coord:
-        return None
-    values = values.astype(np.float32)
-    opens = np.flatnonzero((tok[:-1] == ord("[")) & (tok[1:] == ord("N")))  # "[N": a list starts
-    closes = np.flatnonzero((tok[:-1] == ord("N")) & (tok[1:] == ord("]"))) + 1
-    counts = (closes - opens) // 2  # "[N,N,N]": 2k - 1 characters between the brackets
-    if np.any(counts[0::2] != counts[1::2]):
-        return None  # a stroke whose x and y lists differ in length: parse_points names it
-    is_x = np.repeat(np.arange(len(counts)) % 2 == 0, counts)
-    points = np.stack([values[is_x], values[~is_x]], axis=1)
-    stroke_end = np.cumsum(counts[0::2])
-    # the drawing of each stroke (the newline after it), and where each drawing starts
-    drawing_of = np.searchsorted(np.flatnonzero(tok == ord("\n")), opens[0::2])
-    last_stroke = np.searchsorted(drawing_of, np.arange(len(texts)), side="right")
-    first_point = np.concatenate([[0], stroke_end[last_stroke[:-1] - 1]])
-    ends = (stroke_end - first_point[drawing_of]).tolist()
-    bounds = np.concatenate([[0], last_stroke]).tolist()
-    starts_at = first_point.tolist() + [len(points)]
-    return [
-        (points[starts_at[i] : starts_at[i + 1]], ends[bounds[i] : bounds[i + 1]]) for i in range(len(texts))
-    ]
-
-
-def parse_strokes(drawing: object, *, raw: bool | None = False, max_coord: float = 255.0) -> list[np.ndarray]:
+def parse_strokes(drawing: object, *, raw: bool | None = False) -> list[np.ndarray]:
     """Validate a drawing (JSON text or decoded lists) and return one ``float32`` array per
     stroke, ``(n, 2)`` or ``(n, 3)``. Same rules and errors as :func:`parse_points`."""
-    points, ends = parse_points(drawing, raw=raw, max_coord=max_coord)
+    points, ends = parse_points(drawing, raw=raw)
     return np.split(points, ends[:-1]) if len(ends) > 1 else [points]
 
 
@@ -334,23 +235,16 @@ def normalise_to_frame(strokes: Sequence[np.ndarray], frame: float = 255.0) -> l
     low = xy.min(axis=0)
     extent = float((xy.max(axis=0) - low).max())
     factor = frame / extent if extent > 0 else 1.0
-    out = []
-    for s in strokes:
-        t = s.astype(np.float32, copy=True)
+    out = [s.astype(np.float32, copy=True) for s in strokes]
+    for t in out:
         t[:, :2] = (t[:, :2] - low) * factor
-        out.append(t)
     return out
 
 
 def normalise_raw(strokes: list[np.ndarray], size: float = 255.0) -> list[np.ndarray]:
-    """Map raw strokes (screen pixels, ms) into the simplified frame.
-
-    Shifts the drawing so its top-left is (0, 0) and scales uniformly so that the longer
-    side spans ``size`` (aspect ratio kept, as Google's simplification does:
-    :func:`normalise_to_frame`); times become ms since the drawing's first point. Google's
-    1-pixel resampling and RDP simplification are not applied, so there are more points
-    than in the simplified file.
-    """
+    """Map raw strokes (screen pixels, ms) into the simplified frame (:func:`normalise_to_frame`,
+    longer side ``size``); times become ms since the first point. Google's resampling and
+    simplification are not applied, so there are more points than in the simplified file."""
     out = normalise_to_frame(strokes, size)
     if out[0].shape[1] > 2:
         t0 = min(float(st[:, 2].min()) for st in out)
@@ -389,9 +283,7 @@ def _check_word(word: str, labels: LabelMap | None) -> int:
     return i
 
 
-# ------------------------------------------------------------------------------------
-# Kaggle CSV
-# ------------------------------------------------------------------------------------
+# --- Kaggle CSV
 @dataclass(frozen=True)
 class CsvHeader:
     """Column positions of a Kaggle CSV, from its header row."""
@@ -404,21 +296,19 @@ class CsvHeader:
     recognized: int | None
     timestamp: int | None
 
+    @property
+    def metadata(self) -> tuple[int | None, int | None, int | None]:
+        """The columns of countrycode, recognized and timestamp (None: absent)."""
+        return self.countrycode, self.recognized, self.timestamp
+
     @classmethod
     def parse(cls, header: list[str]) -> CsvHeader | None:
         """The header's columns, or None when it is not a Quick, Draw! CSV."""
         cols = {name.strip(): i for i, name in enumerate(header)}
         if "drawing" not in cols or "key_id" not in cols:
             return None
-        return cls(
-            len(header),
-            cols["drawing"],
-            cols["key_id"],
-            cols.get("word"),
-            cols.get("countrycode"),
-            cols.get("recognized"),
-            cols.get("timestamp"),
-        )
+        optional = (cols.get(name) for name in ("word", "countrycode", "recognized", "timestamp"))
+        return cls(len(header), cols["drawing"], cols["key_id"], *optional)
 
 
 def read_csv_header(
@@ -426,14 +316,21 @@ def read_csv_header(
 ) -> CsvHeader | None:
     """The :class:`CsvHeader` of a Kaggle CSV file (None and a report entry when bad)."""
     with open(path, newline="", encoding="utf-8") as f:
-        try:
-            header = next(csv.reader(f))
-        except StopIteration:
-            _fail(strict, report, path, 1, "empty file (no header)")
-            return None
-        except csv.Error as exc:
-            _fail(strict, report, path, 1, f"unreadable header ({exc})")
-            return None
+        return _header(csv.reader(f), path, strict, report)
+
+
+def _header(
+    reader: Iterator[list[str]], path: str | Path, strict: bool, report: ReadReport | None
+) -> CsvHeader | None:
+    """The header row of an open CSV reader, parsed (None and a report entry when bad)."""
+    try:
+        header = next(reader)
+    except StopIteration:
+        _fail(strict, report, path, 1, "empty file (no header)")
+        return None
+    except csv.Error as exc:
+        _fail(strict, report, path, 1, f"unreadable header ({exc})")
+        return None
     hdr = CsvHeader.parse(header)
     if hdr is None:
         _fail(strict, report, path, 1, f"not a Quick, Draw! CSV: header {header!r}")
@@ -441,16 +338,9 @@ def read_csv_header(
 
 
 def parse_csv_row(
-    row: list[str],
-    hdr: CsvHeader,
-    path: str | Path,
-    line: int,
-    *,
-    labels: LabelMap | None = None,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    word: str | None = None,
-) -> Drawing | None:
+    row: list[str], hdr: CsvHeader, path: str | Path, line: int, *, labels: LabelMap | None = None,
+    strict: bool = False, report: ReadReport | None = None, word: str | None = None,
+) -> Drawing | None:  # fmt: skip
     """One Kaggle CSV row -> :class:`Drawing`, or None (counted in ``report``) when bad.
 
     Shared by :func:`read_kaggle_csv` and the tf.data pipeline. ``line`` is 1-based.
@@ -472,26 +362,15 @@ def parse_csv_row(
         return None
     if report is not None:
         report.ok()
-    return Drawing(
-        word=w,
-        key_id=key_id,
-        strokes=strokes,
-        countrycode=row[hdr.countrycode] if hdr.countrycode is not None else "",
-        recognized=_parse_bool(row[hdr.recognized]) if hdr.recognized is not None else True,
-        timestamp=row[hdr.timestamp] if hdr.timestamp is not None else "",
-        label=label,
-    )
+    country, recognized, time = (row[i] if i is not None else None for i in hdr.metadata)
+    return Drawing(w, key_id, strokes, country or "", recognized is None or _parse_bool(recognized),
+                   time or "", label)  # fmt: skip
 
 
 def read_kaggle_csv(
-    path: str | Path,
-    *,
-    labels: LabelMap | None = None,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    limit: int | None = None,
-    word: str | None = None,
-) -> Iterator[Drawing]:
+    path: str | Path, *, labels: LabelMap | None = None, strict: bool = False,
+    report: ReadReport | None = None, limit: int | None = None, word: str | None = None,
+) -> Iterator[Drawing]:  # fmt: skip
     """Yield the drawings of a Kaggle ``train_simplified/<word>.csv`` or ``test_simplified.csv``.
 
     ``word`` fills in the class when the file has no ``word`` column (test file: leave
@@ -502,17 +381,8 @@ def read_kaggle_csv(
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
-        try:
-            header = next(reader)
-        except StopIteration:
-            _fail(strict, report, path, 1, "empty file (no header)")
-            return
-        except csv.Error as exc:
-            _fail(strict, report, path, 1, f"unreadable header ({exc})")
-            return
-        hdr = CsvHeader.parse(header)
+        hdr = _header(reader, path, strict, report)
         if hdr is None:
-            _fail(strict, report, path, 1, f"not a Quick, Draw! CSV: header {header!r}")
             return
         last_line = reader.line_num
         rows = 0
@@ -552,21 +422,12 @@ def write_kaggle_csv(path: str | Path, drawings: Iterable[Drawing], *, test: boo
     return n
 
 
-# ------------------------------------------------------------------------------------
-# Google ndjson (simplified and raw)
-# ------------------------------------------------------------------------------------
+# --- Google ndjson (simplified and raw)
 def parse_ndjson_line(
-    line: bytes | str,
-    path: str | Path,
-    line_no: int,
-    *,
-    raw: bool | None = None,
-    normalise: bool = True,
-    labels: LabelMap | None = None,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    last: bool = False,
-) -> Drawing | None:
+    line: bytes | str, path: str | Path, line_no: int, *, raw: bool | None = None,
+    normalise: bool = True, labels: LabelMap | None = None, strict: bool = False,
+    report: ReadReport | None = None, last: bool = False,
+) -> Drawing | None:  # fmt: skip
     """One Google ``.ndjson`` line -> :class:`Drawing`, or None when blank or bad.
 
     ``last=True`` with no newline at the end marks a line that may have been cut off.
@@ -600,27 +461,14 @@ def parse_ndjson_line(
         return None
     if report is not None:
         report.ok()
-    return Drawing(
-        word=w,
-        key_id=key_id,
-        strokes=strokes,
-        countrycode=str(obj.get("countrycode", "")),
-        recognized=_parse_bool(obj.get("recognized", True)),
-        timestamp=str(obj.get("timestamp", "")),
-        label=label,
-    )
+    country, time = str(obj.get("countrycode", "")), str(obj.get("timestamp", ""))
+    return Drawing(w, key_id, strokes, country, _parse_bool(obj.get("recognized", True)), time, label)
 
 
 def read_ndjson(
-    path: str | Path,
-    *,
-    raw: bool | None = None,
-    normalise: bool = True,
-    labels: LabelMap | None = None,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    limit: int | None = None,
-) -> Iterator[Drawing]:
+    path: str | Path, *, raw: bool | None = None, normalise: bool = True, labels: LabelMap | None = None,
+    strict: bool = False, report: ReadReport | None = None, limit: int | None = None,
+) -> Iterator[Drawing]:  # fmt: skip
     """Yield the drawings of a Google ``simplified/`` or ``raw/`` ``.ndjson`` file.
 
     ``raw=None`` detects raw data (three lists a stroke). Raw strokes are normalised into
@@ -633,17 +481,8 @@ def read_ndjson(
         for line_no, line in enumerate(f, start=1):
             if limit is not None and line_no > limit:
                 break
-            d = parse_ndjson_line(
-                line,
-                path,
-                line_no,
-                raw=raw,
-                normalise=normalise,
-                labels=labels,
-                strict=strict,
-                report=report,
-                last=True,
-            )
+            d = parse_ndjson_line(line, path, line_no, raw=raw, normalise=normalise, labels=labels,
+                                  strict=strict, report=report, last=True)  # fmt: skip
             if d is not None:
                 yield d
 
@@ -668,9 +507,7 @@ def write_ndjson(path: str | Path, drawings: Iterable[Drawing]) -> int:
     return n
 
 
-# ------------------------------------------------------------------------------------
-# Google numpy bitmaps
-# ------------------------------------------------------------------------------------
+# --- Google numpy bitmaps
 def read_npy_bitmaps(
     path: str | Path, *, strict: bool = True, report: ReadReport | None = None, mmap: bool = False
 ) -> np.ndarray:
@@ -703,42 +540,25 @@ def read_npy_bitmaps(
     if arr.dtype != np.uint8:
         _fail(strict, report, path, None, f"dtype {arr.dtype}, expected uint8")
         return empty
-    side2 = NPY_SIDE * NPY_SIDE
-    if arr.ndim == 2 and arr.shape[1] == side2:
-        out = arr.reshape(-1, NPY_SIDE, NPY_SIDE)
-    elif arr.ndim == 3 and arr.shape[1:] == (1, side2):
-        out = arr.reshape(-1, NPY_SIDE, NPY_SIDE)
-    elif arr.ndim == 3 and arr.shape[1:] == (NPY_SIDE, NPY_SIDE):
-        out = arr
-    else:
+    if arr.shape[1:] not in ((NPY_SIDE * NPY_SIDE,), (1, NPY_SIDE * NPY_SIDE), (NPY_SIDE, NPY_SIDE)):
         _fail(strict, report, path, None, f"shape {arr.shape}, expected (N, 784)")
         return empty
+    out = arr.reshape(-1, NPY_SIDE, NPY_SIDE)
     if report is not None:
         report.ok(len(out))
     return out
 
 
 def npy_key_id(word: str, row: int) -> int:
-    """A stable key_id for row ``row`` of a bitmap file (bitmaps carry no key_id).
-
-    Used for the train/validation split of ``.npy`` data.
-    """
-    import zlib
-
+    """A stable key_id for row ``row`` of a bitmap file (bitmaps carry no key_id): the
+    train/validation split of ``.npy`` data."""
     return ((zlib.crc32(google_name(word).encode()) & 0x7FFFFFFF) << 32) | row  # fits in int64
 
 
-# ------------------------------------------------------------------------------------
-# Directory layouts
-# ------------------------------------------------------------------------------------
+# --- Directory layouts
 FORMAT_SUFFIXES = {".csv": "kaggle_csv", ".ndjson": "ndjson", ".npy": "npy"}
-NOT_CLASS_FILES = {
-    "test_simplified.csv",
-    "test_raw.csv",
-    "test_solution.csv",
-    "sample_submission.csv",
-    "submission.csv",
-}
+NOT_CLASS_FILES = {"test_simplified.csv", "test_raw.csv", "test_solution.csv", "sample_submission.csv",
+                   "submission.csv"}  # fmt: skip
 
 
 def detect_format(path: str | Path) -> str:
@@ -778,13 +598,9 @@ def find_class_files(root: str | Path, fmt: str | None = None) -> dict[str, Path
 
 
 def iter_file(
-    path: str | Path,
-    *,
-    labels: LabelMap | None = None,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    limit: int | None = None,
-) -> Iterator[Drawing]:
+    path: str | Path, *, labels: LabelMap | None = None, strict: bool = False,
+    report: ReadReport | None = None, limit: int | None = None,
+) -> Iterator[Drawing]:  # fmt: skip
     """Yield the drawings of one ``.csv`` or ``.ndjson`` file (format from its suffix)."""
     kind = detect_format(path)
     if kind == "kaggle_csv":
