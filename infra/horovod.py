@@ -21,10 +21,9 @@ from pathlib import Path
 
 import psutil
 
-from infra.process import StreamedRun, child_env, run_streaming
+from infra.process import child_env, run_streaming
 
-MARKER_VAR = "COURSE_HOROVOD_RUN"
-"""Environment variable set (to a fresh id) for every process of one :func:`run_horovod`."""
+MARKER_VAR = "COURSE_HOROVOD_RUN"  # set to a fresh id for every process of one run_horovod
 
 # horovodrun with Gloo prefixes each line with the rank and the stream; with
 # --prefix-output-with-timestamp a date comes first: "Mon Nov 22 04:21:19 2026[0]<stdout>:x".
@@ -56,8 +55,7 @@ def horovodrun_path(python: str | os.PathLike[str] | None = None) -> str:
     candidate = Path(python or sys.executable).parent / "horovodrun"
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return str(candidate)
-    found = shutil.which("horovodrun")
-    if found:
+    if found := shutil.which("horovodrun"):
         return found
     raise FileNotFoundError(
         f"horovodrun not found next to {python or sys.executable} nor on PATH: build the Horovod "
@@ -138,8 +136,7 @@ class HorovodRun:
     def tail(self, lines: int = 20) -> str:
         """The last lines the ranks wrote to stderr, then the launcher's, for error messages."""
         errors = [f"[{x.rank}] {x.text}" for x in self.lines if x.stream == "stderr" and x.text.strip()]
-        launcher = self.launcher_lines or self.output.strip().splitlines()
-        return "\n".join(errors[-lines:] + ["(horovodrun)"] + launcher[-5:])
+        return "\n".join(errors[-lines:] + ["(horovodrun)"] + self.launcher_lines[-5:])
 
     def check(self) -> HorovodRun:
         """Raise ``RuntimeError`` with the output's tail unless the run succeeded."""
@@ -198,25 +195,18 @@ def run_horovod(
     run_id = uuid.uuid4().hex
     survivors: list[str] = []
 
-    def end_run(run: StreamedRun) -> None:
-        survivors.extend(_end_run(run_id, 0.0 if run.timed_out else settle_seconds))
+    def end_run(timed_out: bool) -> None:
+        survivors.extend(_end_run(run_id, 0.0 if timed_out else settle_seconds))
 
-    start = time.perf_counter()
-    streamed = run_streaming(argv, env=child_env({**(env or {}), MARKER_VAR: run_id}), timeout=timeout,
-                             on_line=echo, on_exit=end_run)
-    lines, other = parse_rank_lines(streamed.output)
-    return HorovodRun(argv, streamed.returncode, streamed.output, time.perf_counter() - start,
-                      streamed.timed_out, run_id, survivors, lines, other)
+    done = run_streaming(argv, env=child_env({**(env or {}), MARKER_VAR: run_id}), timeout=timeout,
+                         on_line=echo, on_exit=end_run)
+    lines, other = parse_rank_lines(done.stdout)
+    return HorovodRun(argv, done.returncode, done.stdout, done.seconds, done.timed_out, run_id, survivors, lines, other)
 
 
 def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
-    """The tensors each rank submitted to Horovod, in order, from its ``HOROVOD_LOG_LEVEL=trace`` log.
-
-    Horovod logs ``[r]: Enqueued <name>; `` for every collective a rank submits (all-reduce,
-    broadcast, …); ranks must submit the same names for the collectives to run. Returns
-    ``{rank: [name, …]}`` for the ranks that submitted any. Used in notebook 07 ("a rank that
-    stalls").
-    """
+    """``{rank: [tensor name, …]}``: the collectives each rank submitted, in order, from Horovod's
+    ``HOROVOD_LOG_LEVEL=trace`` log (``[r]: Enqueued <name>; ``). Notebook 07, "a rank that stalls"."""
     found: dict[int, list[str]] = {}
     for line in lines:
         match = _ENQUEUED.search(line.text)
@@ -233,13 +223,10 @@ _HOROVOD_LOG = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:.]+: [TDIWEF] ")
 
 
 def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], bool]]]:
-    """The reports of Horovod's stall inspector, in the order the coordinator printed them.
+    """The reports of Horovod's stall inspector, in order: one ``{rank: ([tensor, …], marked)}`` each.
 
-    With ``--stall-check-warning-time-seconds`` rank 0 logs a warning ending in ``Missing
-    ranks:`` and one line per rank that has not submitted tensors the others are waiting
-    for: ``1: [epoch_loss]``, or ``1!: [...]`` once that rank is stalled past
-    ``--stall-check-shutdown-time-seconds``. Returns one ``{rank: ([tensor, …], marked)}``
-    per report. Used in notebook 07 ("a rank that stalls").
+    Rank 0 logs a warning ending in ``Missing ranks:``, then one line per rank the others wait
+    for: ``1: [epoch_loss]``, or ``1!: [...]`` once it is past the shutdown time (marked).
     """
     reports: list[dict[int, tuple[list[str], bool]]] = []
     current: dict[int, tuple[list[str], bool]] | None = None
@@ -261,11 +248,8 @@ def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], 
 
 
 def parse_check_build(output: str) -> dict[str, bool]:
-    """Read ``horovodrun --check-build``: ``{"TensorFlow": True, "MPI": False, "Gloo": True, …}``.
-
-    Frameworks, controllers and tensor operations are listed with ``[X]`` (built in) or
-    ``[ ]``. Used in notebook 07.
-    """
+    """Read ``horovodrun --check-build``'s ``[X] name`` / ``[ ] name`` lines:
+    ``{"TensorFlow": True, "MPI": False, "Gloo": True, …}``."""
     found: dict[str, bool] = {}
     for line in output.splitlines():
         match = _CHECK_LINE.match(line)

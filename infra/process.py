@@ -164,17 +164,27 @@ def stop_child(proc: subprocess.Popen[Any], grace_seconds: float = 3.0) -> None:
 
 @dataclass
 class ProcessResult:
-    """What a child process did: exit code, output, time taken, and whether it timed out."""
+    """What a child process did: exit code, output, time taken, whether it timed out, and whether
+    :func:`run_streaming` killed it at a line (its stderr is then merged into ``stdout``)."""
 
     returncode: int
     stdout: str
     stderr: str
     seconds: float
     timed_out: bool = False
+    killed: bool = False
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+    @property
+    def output(self) -> str:
+        return self.stdout
 
     @property
     def result(self) -> dict[str, Any]:
@@ -227,42 +237,31 @@ def run_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None, ti
     return ProcessResult(proc.returncode, stdout, stderr, time.perf_counter() - start, timed_out)
 
 
-@dataclass
-class StreamedRun:
-    """What :func:`run_streaming` saw: the lines printed (stderr merged), the exit code, whether
-    ``on_line`` had the process killed and whether it timed out."""
-
-    lines: list[str]
-    returncode: int = -1
-    killed: bool = False
-    timed_out: bool = False
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-
 def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                   cwd: str | os.PathLike[str] | None = None, timeout: float = 300.0,
                   on_line: Callable[[str], object] | None = None,
-                  on_exit: Callable[[StreamedRun], object] | None = None) -> StreamedRun:
-    """Run ``argv`` (``env`` complete, as for :func:`start_child`) and pass each line it prints
-    to ``on_line`` as it comes; when ``on_line`` returns true the process group is SIGKILLed, as
-    a crash would stop it. After ``timeout`` seconds, or on an exception (Ctrl-C too), it is stopped.
-    ``on_exit(run)`` is called once it has ended, before its last lines are read: the moment to end
-    what it started outside its process group, which may hold its output open.
+                  on_exit: Callable[[bool], object] | None = None) -> ProcessResult:
+    """Run ``argv`` (``env`` complete, as for :func:`start_child`; stderr merged into stdout) and
+    pass each line it prints to ``on_line`` as it comes; when ``on_line`` returns true the process
+    group is SIGKILLed, as a crash would stop it. After ``timeout`` seconds, or on an exception
+    (Ctrl-C too), it is stopped. ``on_exit(timed_out)`` is called once it has ended, before its
+    last lines are read: the moment to end what it started outside its group (which may hold the
+    pipe open).
     """
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    start = time.perf_counter()
     proc = start_child(argv, env=env, cwd=cwd, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
-    run = StreamedRun([])
+    lines: list[str] = []
+    killed = timed_out = False
 
     def pump() -> None:  # in a thread: the main thread waits with a timeout and gets Ctrl-C
+        nonlocal killed
         for raw in proc.stdout:
-            run.lines.append(raw.rstrip("\n"))
-            if on_line is not None and on_line(run.lines[-1]):
-                run.killed = True
+            lines.append(raw.rstrip("\n"))
+            if on_line is not None and on_line(lines[-1]):
+                killed = True
                 signal_group(proc, signal.SIGKILL)
                 return
 
@@ -271,23 +270,22 @@ def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        run.timed_out = True
+        timed_out = True
         stop_child(proc)
     except BaseException:
         stop_child(proc)
         raise
     finally:
         if on_exit is not None:
-            on_exit(run)
+            on_exit(timed_out)
         reader.join(timeout=5)
         if not reader.is_alive():  # else a process outside the group holds the pipe: close would block
             proc.stdout.close()
-    run.returncode = proc.returncode
-    return run
+    return ProcessResult(proc.returncode, "\n".join(lines), "", time.perf_counter() - start, timed_out, killed)
 
 
 def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = None, *,
-              env: Mapping[str, str] | None = None, timeout: float = 300.0) -> StreamedRun:
+              env: Mapping[str, str] | None = None, timeout: float = 300.0) -> ProcessResult:
     """Run ``python argv...`` in the project root and SIGKILL it when a line it prints makes
     ``kill_when(line)`` true (see :func:`run_streaming`); ``TimeoutError`` after ``timeout``
     seconds. Used in notebook 04 (``BackupAndRestore``)."""

@@ -1,7 +1,6 @@
 """Things that act when a process stops answering or dies.
 
-* :class:`Watchdog` calls a function after so many seconds unless cancelled (``run_until``'s
-  timeout); :func:`exit_if_stuck` ends a Horovod rank stuck in a collective (notebook 07).
+* :func:`exit_if_stuck` ends a Horovod rank stuck in a collective (notebook 07).
 * :class:`OwnerGuard` starts a guardian process that holds the read end of a pipe only the owner
   writes to: when the owner dies, even by SIGKILL, the pipe closes and, unless the owner said it
   cleaned up, the guardian calls a clean-up function.
@@ -29,33 +28,6 @@ from utils.config import PROJECT_ROOT
 DONE = b"done"
 
 
-class Watchdog:
-    """Call ``on_expire()`` (in a daemon thread) after ``seconds``, unless :meth:`cancel` comes
-    first (or the ``with`` block ends); ``fired`` tells whether it did."""
-
-    def __init__(self, seconds: float, on_expire: Callable[[], object]) -> None:
-        if seconds <= 0:
-            raise ValueError(f"seconds must be > 0, got {seconds}")
-        self.fired = False
-        self._on_expire = on_expire
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        self._on_expire()
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-    def __enter__(self) -> Watchdog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cancel()
-
-
 @contextlib.contextmanager
 def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: int = 3) -> Iterator[None]:
     """End this process if the block does not finish within ``seconds`` (a collective that never returns).
@@ -64,8 +36,8 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
     of step 3 after 5 s``, gives the other ranks ``grace`` seconds to print theirs, and calls
     ``os._exit(exit_code)``; horovodrun then stops the job. Used by ``scripts/workers/horovod_stall.py``.
     """
-    if grace < 0:
-        raise ValueError(f"grace must be >= 0, got {grace}")
+    if seconds <= 0 or grace < 0:
+        raise ValueError(f"need seconds > 0 and grace >= 0, got {seconds} and {grace}")
     finished = threading.Event()
 
     def give_up() -> None:
@@ -74,11 +46,14 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
             sys.stderr.flush()
             os._exit(exit_code)
 
-    with Watchdog(seconds, give_up):
-        try:
-            yield
-        finally:
-            finished.set()
+    timer = threading.Timer(seconds, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        timer.cancel()
 
 
 def _guardian_env() -> dict[str, str]:
