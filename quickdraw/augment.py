@@ -1,19 +1,14 @@
 """Training-time augmentation of drawings: a random hand on the strokes, redrawn every epoch.
 
-A model trained only on the built-in doodles learns the generator's specifics (built-in
-validation climbs to 0.98 while real top-1 stops at about 0.88; issue 19).
-:func:`augment_strokes` gives every training drawing a fresh random affine each epoch —
-rotation, shear, aspect ratio — and drops a stroke now and then, before rendering; the
-result is normalised back to Google's frame (top-left at 0, longer side 255), so the
-renderer centres it as it does a real drawing. Rendering is cheap (:func:`render_batch`
-draws ~25,000 32x32 drawings a second), so the whole training set is redrawn once an epoch.
+:func:`augment_strokes` gives every training drawing a fresh random affine each epoch
+(rotation, shear, aspect ratio) and drops a stroke now and then, before rendering, so that a
+model trained on the built-in doodles learns less of the generator's specifics. The result
+is normalised back to Google's frame, so the renderer centres it as it does a real drawing.
 
     rng = np.random.default_rng([seed, epoch])
     images = qd.render_batch(qd.augment_strokes(train_strokes, rng), 32)
 
-Used in ``scripts/check_sim_to_real.py`` (``--rotation`` etc.) and by
-``qd.make_dataset(..., augment=True)`` (notebook 06 can train with it that way).
-NumPy only (the frame is :func:`quickdraw.formats.normalise_to_frame`).
+Used by ``scripts/check_sim_to_real.py`` and ``qd.make_dataset(..., augment=True)`` (notebook 06).
 """
 
 from __future__ import annotations
@@ -42,16 +37,12 @@ def augment_strokes(
     """Each drawing under its own random affine (and stroke dropout), normalised to the frame.
 
     Per drawing: rotation uniform in ±``rotation`` degrees, horizontal shear uniform in
-    ±``shear``, aspect ratio ``exp(u)`` with ``u`` uniform in ±``aspect`` (x stretched, y
-    squeezed by ``exp(u/2)`` each), then every stroke but one dropped with probability
-    ``drop_stroke`` (drawings of one stroke are kept whole), then
-    :func:`normalise_to_frame`. ``warp`` > 0 first bends the drawing with a smooth random
-    displacement field (per axis two plane waves of 0.5-1.5 cycles per frame, amplitudes
-    uniform up to ``warp`` x 255; measured in ``CHANGELOG.md``, not in the
-    recipe). All zeros give the drawings back normalised only; an empty
-    drawing stays empty.
-    ``drawings``: lists of float ``(n, 2)`` or ``(n, 3)`` arrays in the 0-255 frame. The
-    defaults are the recipe measured in ``CHANGELOG.md`` (sim-to-real).
+    ±``shear``, aspect ratio ``exp(u)`` with ``u`` uniform in ±``aspect``, then every stroke
+    but one dropped with probability ``drop_stroke``, then :func:`normalise_to_frame`.
+    ``warp`` > 0 first bends the drawing with a smooth random displacement field (two plane
+    waves per axis, amplitudes up to ``warp`` x 255). All zeros give the drawings back
+    normalised only; an empty drawing stays empty. ``drawings``: lists of float ``(n, 2)``
+    or ``(n, 3)`` arrays in the 0-255 frame.
     """
     if rotation < 0 or shear < 0 or aspect < 0 or warp < 0 or not 0 <= drop_stroke < 1:
         raise ValueError(
@@ -105,10 +96,14 @@ def _random_warp(rng: np.random.Generator, warp: float) -> tuple[np.ndarray, ...
     return freq, direction, phase, amp
 
 
-def _warped(xy: np.ndarray, freq: np.ndarray, direction: np.ndarray, phase: np.ndarray, amp: np.ndarray) -> np.ndarray:
+def _warped(
+    xy: np.ndarray, freq: np.ndarray, direction: np.ndarray, phase: np.ndarray, amp: np.ndarray
+) -> np.ndarray:
     """The points ``xy`` moved by the field of :func:`_random_warp`."""
     xy = xy.astype(np.float64)
     for axis in range(2):
-        proj = np.cos(direction[axis])[:, None] * xy[:, 0] + np.sin(direction[axis])[:, None] * xy[:, 1]
-        xy[:, axis] += np.sum(amp[axis][:, None] * np.sin(freq[axis][:, None] * proj + phase[axis][:, None]), 0)
+        cos, sin = np.cos(direction[axis])[:, None], np.sin(direction[axis])[:, None]
+        proj = cos * xy[:, 0] + sin * xy[:, 1]
+        wave = amp[axis][:, None] * np.sin(freq[axis][:, None] * proj + phase[axis][:, None])
+        xy[:, axis] += wave.sum(axis=0)
     return xy
