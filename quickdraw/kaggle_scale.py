@@ -33,15 +33,8 @@ def class_sizes(rows: int, num_classes: int) -> list[int]:
     return [int(n) for n in sizes]
 
 
-def write_kaggle_scale(
-    root: str | Path,
-    rows: int,
-    *,
-    classes: Sequence[str] = CLASSES,
-    pool: int = 200,
-    test_per_class: int = 0,
-    seed: int = 7,
-) -> Path:
+def write_kaggle_scale(root: str | Path, rows: int, *, classes: Sequence[str] = CLASSES, pool: int = 200,
+                       test_per_class: int = 0, seed: int = 7) -> Path:  # fmt: skip
     """Write ``rows`` training rows and ``test_per_class`` test drawings a class in Kaggle's
     layout under ``root`` (once: reused while ``manifest.json`` matches); return ``root``."""
     root = Path(root)

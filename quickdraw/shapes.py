@@ -85,8 +85,8 @@ def polygon(rng: Rng, corners: Stroke, *, closure: float = 0.08, split: float = 
 
 
 def polygon_or_sides(rng: Rng, corners: Stroke, closure: float, one: float, two: float) -> list[Stroke]:
-    """A polygon in one stroke (probability ``one``), in two strokes that meet at the third
-    corner (up to ``two``), or one stroke a side (squares, triangles)."""
+    """A polygon drawn as one stroke (probability ``one``), as two strokes meeting at the third
+    corner (probability ``two - one``) or as one stroke a side (squares, triangles)."""
     style = rng.random()
     if style < one:
         return polygon(rng, corners, closure=closure)
