@@ -1,11 +1,8 @@
 """Things that act when a process stops answering or dies.
 
 * :func:`exit_if_stuck` ends a Horovod rank stuck in a collective (notebook 07).
-* :class:`OwnerGuard` starts a guardian process that holds the read end of a pipe only the owner
-  writes to: when the owner dies, even by SIGKILL, the pipe closes and, unless the owner said it
-  cleaned up, the guardian calls a clean-up function.
-* :class:`Lifetime` joins both ends for ``infra.cluster``, ``infra.netns`` and ``infra.slurm``:
-  the owner's ``stop`` at a normal exit (``atexit``), an :class:`OwnerGuard` when it is killed.
+* :class:`Lifetime`: what ``infra.cluster``, ``infra.netns`` and ``infra.slurm`` start does not
+  outlive them: their ``stop`` at a normal exit, a guardian process's clean-up when they are killed.
 """
 
 from __future__ import annotations
@@ -63,62 +60,46 @@ def _guardian_env() -> dict[str, str]:
     return env
 
 
-class OwnerGuard:
-    """Call ``cleanup`` (``"package.module:function"``) with ``args`` in a guardian process if
-    this process dies before :meth:`dismiss`. The guardian ignores Ctrl-C and hang-ups and has
-    its own session, out of reach of an interrupted kernel or its killed process group."""
-
-    def __init__(self, cleanup: str, args: Sequence[str]) -> None:
-        read_end, self._write_end = os.pipe()  # both non-inheritable by default
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "infra.watchdog", cleanup, *args],
-                stdin=read_end,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=_guardian_env(),
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            os.close(read_end)
-
-    def dismiss(self) -> None:
-        """The owner cleaned up itself: tell the guardian to exit without doing anything."""
-        if self._write_end >= 0:
-            with contextlib.suppress(OSError):
-                os.write(self._write_end, DONE)
-            os.close(self._write_end)
-            self._write_end = -1
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-
-
 class Lifetime:
     """What the course starts (workers, namespaces, daemons) does not outlive its owner.
 
-    ``stop`` (e.g. ``cluster.stop``) runs at a normal interpreter exit; an :class:`OwnerGuard`
-    calls ``cleanup`` with ``args`` if this process is killed first. The owner calls :meth:`end`
-    once it has cleaned up itself (idempotent).
+    ``stop`` (e.g. ``cluster.stop``) runs at a normal interpreter exit. If this process is killed
+    first, a guardian process calls ``cleanup`` (``"package.module:function"``) with ``args``: it
+    reads a pipe only its owner writes to, which closes when the owner dies, even by SIGKILL. It
+    ignores Ctrl-C and hang-ups and has its own session, out of reach of an interrupted kernel.
+    The owner calls :meth:`end` once it has cleaned up itself (idempotent).
     """
 
     def __init__(self, stop: Callable[[], object], cleanup: str, args: Sequence[str]) -> None:
-        self._guard: OwnerGuard | None = OwnerGuard(cleanup, args)
+        read_end, self._write_end = os.pipe()  # both non-inheritable by default
+        try:
+            self._guardian: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", "infra.watchdog", cleanup, *args], stdin=read_end,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_guardian_env(),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(read_end)
         with _LIVE_LOCK:
             _LIVE[id(self)] = stop
 
     @property
     def guardian_pid(self) -> int | None:
         """The guardian's pid while there is one (its command line names what it guards)."""
-        return self._guard.proc.pid if self._guard is not None else None
+        return self._guardian.pid if self._guardian is not None else None
 
     def end(self) -> None:
-        """The owner cleaned up: no guardian, no ``atexit`` call any more."""
+        """The owner cleaned up: the guardian exits doing nothing; no ``atexit`` call any more."""
         with _LIVE_LOCK:
             _LIVE.pop(id(self), None)
-        if self._guard is not None:
-            self._guard.dismiss()
-            self._guard = None
+        if self._guardian is None:
+            return
+        with contextlib.suppress(OSError):
+            os.write(self._write_end, DONE)
+        os.close(self._write_end)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._guardian.wait(timeout=5)
+        self._guardian = None
 
 
 _LIVE: dict[int, Callable[[], object]] = {}  # Lifetime id -> its owner's stop (a strong reference)
@@ -169,5 +150,5 @@ def _guardian(cleanup: str, args: list[str]) -> None:
         getattr(importlib.import_module(module), function)(*args)
 
 
-if __name__ == "__main__":  # the guardian of OwnerGuard
+if __name__ == "__main__":  # a Lifetime's guardian
     _guardian(sys.argv[1], sys.argv[2:])

@@ -282,7 +282,7 @@ def test_workers_and_folder_go_when_the_launcher_is_killed(tmp_path):
     while (any(_alive(p) for p in pids) or list(tmp_path.glob("course-cluster-*"))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
-    assert list(tmp_path.glob("course-cluster-*")) == [], "the guardian (infra.watchdog.OwnerGuard) removes the folder"
+    assert list(tmp_path.glob("course-cluster-*")) == [], "the guardian (infra.watchdog.Lifetime) removes the folder"
 
 
 def test_context_manager_stops_on_exception_in_block():

@@ -14,16 +14,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from infra.watchdog import Lifetime, OwnerGuard, orphans, owner_tag
+from infra.watchdog import Lifetime, orphans, owner_tag
 from utils.config import PROJECT_ROOT
 
 _OWNER = """
 import sys, time
-from infra.watchdog import OwnerGuard
-guard = OwnerGuard("shutil:rmtree", [sys.argv[1]])
+from infra.watchdog import Lifetime
+life = Lifetime(lambda: None, "shutil:rmtree", [sys.argv[1]])
+guardian = life.guardian_pid
 if sys.argv[2] == "dismiss":
-    guard.dismiss()
-print(guard.proc.pid, flush=True)
+    life.end()
+print(guardian, flush=True)
 time.sleep(300)
 """
 
@@ -52,12 +53,13 @@ def test_guardian_cleans_up_after_a_killed_owner_unless_dismissed(tmp_path: Path
 def test_guardian_is_out_of_reach_of_ctrl_c_and_exits_when_dismissed(tmp_path: Path) -> None:
     folder = tmp_path / "kept"
     folder.mkdir()
-    guard = OwnerGuard("shutil:rmtree", [str(folder)])
+    life = Lifetime(lambda: None, "shutil:rmtree", [str(folder)])
+    guardian = life.guardian_pid
     try:
-        assert os.getsid(guard.proc.pid) != os.getsid(0)  # its own session: Ctrl-C of the kernel's group misses it
+        assert os.getsid(guardian) != os.getsid(0)  # its own session: Ctrl-C of the kernel's group misses it
     finally:
-        guard.dismiss()
-    assert guard.proc.returncode == 0 and folder.exists()
+        life.end()
+    assert not psutil.pid_exists(guardian) and folder.exists() and life.guardian_pid is None
 
 
 _LIVING = """
