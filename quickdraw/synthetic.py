@@ -53,32 +53,19 @@ def _resample(p: Stroke, step: float) -> Stroke:
 
 
 def rdp(points: np.ndarray, epsilon: float = 2.0) -> np.ndarray:
-    """Ramer-Douglas-Peucker simplification of a polyline ``(n, 2)`` (iterative)."""
-    n = len(points)
-    if n < 3:
+    """Ramer-Douglas-Peucker simplification of a polyline ``(n, 2)``."""
+    if len(points) < 3:
         return points
-    keep = np.zeros(n, bool)
-    keep[0] = keep[-1] = True
-    stack = [(0, n - 1)]
-    while stack:
-        i, j = stack.pop()
-        if j <= i + 1:
-            continue
-        a, b = points[i], points[j]
-        ab = b - a
-        norm = float(np.hypot(*ab))
-        seg = points[i + 1 : j] - a
-        if norm == 0:
-            d = np.hypot(seg[:, 0], seg[:, 1])
-        else:
-            d = np.abs(ab[0] * seg[:, 1] - ab[1] * seg[:, 0]) / norm
-        k = int(np.argmax(d))
-        if d[k] > epsilon:
-            m = i + 1 + k
-            keep[m] = True
-            stack.append((i, m))
-            stack.append((m, j))
-    return points[keep]
+    ab, rel = points[-1] - points[0], points[1:-1] - points[0]
+    norm = float(np.hypot(*ab))
+    if norm == 0:
+        d = np.hypot(rel[:, 0], rel[:, 1])
+    else:
+        d = np.abs(ab[0] * rel[:, 1] - ab[1] * rel[:, 0]) / norm
+    k = int(np.argmax(d)) + 1  # the farthest point from the chord
+    if d[k - 1] <= epsilon:
+        return points[[0, -1]]
+    return np.concatenate([rdp(points[: k + 1], epsilon)[:-1], rdp(points[k:], epsilon)])
 
 
 def _wobble(p: Stroke, rng: np.random.Generator, amount: float) -> Stroke:
