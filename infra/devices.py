@@ -62,7 +62,7 @@ def detect_gpus() -> list[GpuInfo]:
     CPU-only build sees none). Used by :func:`prepare` and ``infra.cluster``.
     """
     if rehearsal.spec():
-        return [GpuInfo(g.name, g.memory_mb, g.compute_capability) for g in rehearsal.visible_gpus()]
+        return rehearsal.visible_gpus()
     smi = _nvidia_smi()
     if "tensorflow" not in sys.modules:
         return smi
@@ -114,27 +114,18 @@ def _configure(request: DeviceRequest, initialise: bool = True) -> None:
 
     try:
         _apply(tf, request, initialise)
-    except RuntimeError as error:
-        # TensorFlow initialised before we got here: accept it only if it already matches
-        if not _matches_current(tf, request):
+    except RuntimeError as error:  # TensorFlow initialised before: accept it only if it already matches
+        now = (len(tf.config.list_logical_devices("CPU")), len(tf.config.list_logical_devices("GPU")))
+        if now != (request.logical_cpus, len(tf.config.list_physical_devices("GPU")) * request.gpu_split):
             raise DeviceConfigError(f"cannot configure {request}: TensorFlow said {str(error)!r}. {TOO_LATE}") from error
     _applied = request
 
 
-def _matches_current(tf: Any, request: DeviceRequest) -> bool:
-    n_cpu = len(tf.config.list_logical_devices("CPU"))
-    n_gpu_physical = len(tf.config.list_physical_devices("GPU"))
-    n_gpu_logical = len(tf.config.list_logical_devices("GPU"))
-    return n_cpu == request.logical_cpus and n_gpu_logical == n_gpu_physical * request.gpu_split
-
-
 def _apply(tf: Any, request: DeviceRequest, initialise: bool) -> None:
     """Give TensorFlow the logical CPUs and GPU settings of ``request`` (RuntimeError if too late)."""
-    cpus = tf.config.list_physical_devices("CPU")
     if request.logical_cpus > 1:
-        tf.config.set_logical_device_configuration(
-            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(request.logical_cpus)]
-        )
+        tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
+                                                   [tf.config.LogicalDeviceConfiguration()] * request.logical_cpus)
     capped = False
     for gpu in tf.config.list_physical_devices("GPU"):
         if request.gpu_memory_growth:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from utils.devices import GpuInfo
+
 ENV_VAR = "COURSE_REHEARSE_GPUS"
 SITE_DIR = Path(__file__).resolve().parent / "rehearsal_site"
 _SPEC = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*(?:@\s*(\d+)\.(\d+))?\s*(?::\s*(.+?))?\s*$")
@@ -29,16 +31,7 @@ DEFAULT_NAME = "rehearsed GPU"
 DEFAULT_CAPABILITY = (7, 5)  # a T4's: no bfloat16 tensor cores, no TF32
 
 
-@dataclass(frozen=True)
-class RehearsedGpu:
-    """One GPU of the rehearsal: name, memory in MiB, compute capability."""
-
-    name: str
-    memory_mb: int
-    compute_capability: tuple[int, int]
-
-
-def parse_spec(text: str) -> list[RehearsedGpu]:
+def parse_spec(text: str) -> list[GpuInfo]:
     """``"2x16384@7.0:Tesla V100"`` → two GPUs. Raises ValueError with the expected form."""
     match = _SPEC.match(text or "")
     if not match or int(match[1]) < 1 or int(match[2]) < 256:
@@ -47,7 +40,7 @@ def parse_spec(text: str) -> list[RehearsedGpu]:
             'e.g. "1x15360@7.5:Tesla T4" (a T4) or "3x24576@8.6"'
         )
     capability = (int(match[3]), int(match[4])) if match[3] else DEFAULT_CAPABILITY
-    gpu = RehearsedGpu(match[5] or DEFAULT_NAME, int(match[2]), capability)
+    gpu = GpuInfo(match[5] or DEFAULT_NAME, int(match[2]), capability)
     return [gpu] * int(match[1])
 
 
@@ -70,7 +63,7 @@ def cuda_visible(total: int) -> list[int]:
     return kept
 
 
-def visible_gpus() -> list[RehearsedGpu]:
+def visible_gpus() -> list[GpuInfo]:
     """The rehearsed GPUs this process sees (renumbered from 0 by ``CUDA_VISIBLE_DEVICES``)."""
     text = spec()
     gpus = parse_spec(text) if text else []
@@ -80,12 +73,11 @@ def visible_gpus() -> list[RehearsedGpu]:
 def describe() -> str:
     """One line for the setup banner: what is rehearsed and what is substituted."""
     gpus = parse_spec(spec() or "")
-    names = sorted({f"{g.name}, {g.memory_mb // 1024} GB, compute capability {g.compute_capability[0]}."
-                    f"{g.compute_capability[1]}" for g in gpus})
+    gpu = gpus[0]  # parse_spec sets every field, alike for all
     return (
-        f"Rehearsal of {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({'; '.join(names)}) on the CPU: "
-        "logical GPUs run as logical CPU devices, memory limits are recorded but not applied, "
-        "RING stands in for NCCL; every time printed is a CPU time"
+        f"Rehearsal of {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({gpu.name}, {gpu.memory_mb // 1024} GB, "
+        f"compute capability {'.'.join(map(str, gpu.compute_capability))}) on the CPU: logical GPUs run as logical CPU devices, memory "
+        "limits are recorded but not applied, RING stands in for NCCL; every time printed is a CPU time"
     )
 
 
@@ -103,7 +95,7 @@ class _State:
     """What the patched context knows: the rehearsed devices and the stand-ins made for them."""
 
     fakes: list[Any] = field(default_factory=list)  # PhysicalDevice objects of type GPU
-    details: dict[Any, RehearsedGpu] = field(default_factory=dict)
+    details: dict[Any, GpuInfo] = field(default_factory=dict)
     cpu_logical: int = 1  # logical CPU devices that are the CPU itself (the rest stand in)
     stand_ins: list[int | None] = field(default_factory=list)  # the memory limit of each stand-in GPU
     announced: bool = False

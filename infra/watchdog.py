@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import psutil
 
-from utils.config import PROJECT_ROOT
+from infra.process import child_env
 
 DONE = b"done"
 
@@ -53,13 +53,6 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
         timer.cancel()
 
 
-def _guardian_env() -> dict[str, str]:
-    """Our environment with the project first on ``PYTHONPATH`` (no GPU rehearsal hook: no TensorFlow)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
 class Lifetime:
     """What the course starts (workers, namespaces, daemons) does not outlive its owner.
 
@@ -75,7 +68,7 @@ class Lifetime:
         try:
             self._guardian: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "infra.watchdog", cleanup, *args], stdin=read_end,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_guardian_env(),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env(),
                 start_new_session=True, close_fds=True,
             )
         finally:
