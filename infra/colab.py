@@ -1,9 +1,8 @@
 """What the setup cell does on Colab after cloning the course: install what Colab lacks.
 
-Colab ships its own TensorFlow; the course keeps it when it is 2.21, else installs 2.21
-(``tensorflow[and-cuda]`` on a GPU runtime), then ``requirements-colab.txt``. A package replaced
-while imported loads its new version only after *Runtime → Restart session*, so :func:`install`
-then stops and says so. Used by the setup cells of notebooks 00–06 and 08+ (07 needs Horovod).
+Colab's TensorFlow is kept when it is 2.21, else 2.21 is installed (``tensorflow[and-cuda]`` on a
+GPU runtime), then ``requirements-colab.txt``. A package replaced while imported needs *Runtime →
+Restart session*: :func:`install` then says so. Setup cells of notebooks 00–06 and 08+.
 """
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ def tensorflow_requirement(tf_version: str | None, gpu: bool) -> str | None:
     return f"tensorflow[and-cuda]=={TF_PIN}" if gpu else f"tensorflow=={TF_PIN}"
 
 
-def install(course_root: str | Path, *, run: Callable[..., Any] = subprocess.run, gpu: bool | None = None) -> str:
+def install(course_root: str | Path, *, run: Callable[..., Any] = subprocess.run,
+            gpu: bool | None = None) -> str:
     """Install what the course needs on Colab and return one line saying what was done; raise
     :class:`RestartRequired` when a package imported in this session was replaced. ``run`` is
     ``subprocess.run`` (the tests pass a recorder)."""

@@ -56,11 +56,8 @@ def _nvidia_smi() -> list[GpuInfo]:
 
 
 def detect_gpus() -> list[GpuInfo]:
-    """The physical GPUs this process can use (the rehearsed ones under ``COURSE_REHEARSE_GPUS``).
-
-    ``nvidia-smi`` gives names and memory; once TensorFlow is imported its own list decides (a
-    CPU-only build sees none). Used by :func:`prepare` and ``infra.cluster``.
-    """
+    """The physical GPUs this process can use (the rehearsed ones under ``COURSE_REHEARSE_GPUS``):
+    ``nvidia-smi``'s, or TensorFlow's once it is imported (a CPU-only build sees none)."""
     if rehearsal.spec():
         return rehearsal.visible_gpus()
     smi = _nvidia_smi()
@@ -97,19 +94,15 @@ TOO_LATE = (
 
 
 def _configure(request: DeviceRequest, initialise: bool = True) -> None:
-    """Give TensorFlow the devices of ``request``, once per process.
-
-    With a memory cap, ``initialise`` starts the runtime here so that the capped GPUs allocate
-    on demand (:func:`_initialise_with_growth`); a worker passes False, since starting it before
-    ``MultiWorkerMirroredStrategy`` fails ("Collective ops must be configured at program startup").
-    """
+    """Give TensorFlow the devices of ``request``, once per process. With a memory cap,
+    ``initialise`` starts the runtime (:func:`_initialise_with_growth`); a worker passes False, as
+    MultiWorkerMirroredStrategy must start it ("Collective ops must be configured at program startup")."""
     global _applied
     if _applied == request:
         return
     if _applied is not None:
-        raise DeviceConfigError(
-            f"devices were already configured in this process as {_applied}; now {request} was asked for. {TOO_LATE}"
-        )
+        raise DeviceConfigError(f"devices were already configured in this process as {_applied}; "
+                                f"now {request} was asked for. {TOO_LATE}")
     import tensorflow as tf
 
     try:
@@ -117,15 +110,16 @@ def _configure(request: DeviceRequest, initialise: bool = True) -> None:
     except RuntimeError as error:  # TensorFlow initialised before: accept it only if it already matches
         now = (len(tf.config.list_logical_devices("CPU")), len(tf.config.list_logical_devices("GPU")))
         if now != (request.logical_cpus, len(tf.config.list_physical_devices("GPU")) * request.gpu_split):
-            raise DeviceConfigError(f"cannot configure {request}: TensorFlow said {str(error)!r}. {TOO_LATE}") from error
+            raise DeviceConfigError(
+                f"cannot configure {request}: TensorFlow said {str(error)!r}. {TOO_LATE}") from error
     _applied = request
 
 
 def _apply(tf: Any, request: DeviceRequest, initialise: bool) -> None:
     """Give TensorFlow the logical CPUs and GPU settings of ``request`` (RuntimeError if too late)."""
     if request.logical_cpus > 1:
-        tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
-                                                   [tf.config.LogicalDeviceConfiguration()] * request.logical_cpus)
+        cpus = [tf.config.LogicalDeviceConfiguration()] * request.logical_cpus
+        tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0], cpus)
     capped = False
     for gpu in tf.config.list_physical_devices("GPU"):
         if request.gpu_memory_growth:
@@ -141,13 +135,9 @@ def _apply(tf: Any, request: DeviceRequest, initialise: bool) -> None:
 
 
 def _initialise_with_growth(tf: Any) -> None:
-    """Start TensorFlow's devices allocating on demand under their memory caps.
-
-    ``set_memory_growth`` is refused on a split GPU, and without growth each logical GPU takes its
-    whole cap at once, leaving nothing for the workers notebooks 02 and 04–06 start on the same
-    card. The GPU allocator reads ``TF_FORCE_GPU_ALLOW_GROWTH`` when it creates each logical
-    device, so it is set for this moment only: children started later get TensorFlow's default.
-    """
+    """Start TensorFlow's capped GPUs allocating on demand (``set_memory_growth`` is refused on a
+    split GPU; without growth each takes its whole cap, leaving nothing for the workers notebooks 02
+    and 04–06 start). Children started later get TensorFlow's default again."""
     before = os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")
     os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
     try:
@@ -162,7 +152,8 @@ def _initialise_with_growth(tf: Any) -> None:
 def apply_plan(plan: DevicePlan) -> DevicePlan:
     """Configure this process as ``plan`` says (once per process) and remember it
     (``utils.devices.current_plan``). Used by :func:`prepare` and the training scripts."""
-    _configure(DeviceRequest(plan.logical_cpus, plan.gpu_split, plan.gpu_memory_limit_mb, plan.gpu_memory_growth))
+    _configure(DeviceRequest(plan.logical_cpus, plan.gpu_split, plan.gpu_memory_limit_mb,
+                             plan.gpu_memory_growth))
     remember_plan(plan)
     return plan
 
@@ -187,21 +178,18 @@ def prepare(logical_devices: int = 2) -> DevicePlan:
 
 
 def configure_worker() -> WorkerDevices:
-    """In a worker process, before TensorFlow initialises: apply the devices the launcher
-    assigned (``COURSE_WORKER_DEVICES``, set by ``infra.cluster``) and return them.
-
-    A worker sharing a GPU gets a memory cap, set without starting the runtime (MWMS must start
-    it; the launcher's ``TF_FORCE_GPU_ALLOW_GROWTH`` makes the GPU allocate on demand).
-    ``.collective`` is the MWMS implementation: NCCL, or RING on CPUs, on a shared GPU and under
-    the GPU rehearsal; outside a local cluster ``"AUTO"``. Used by the workers of notebooks 02, 04–06.
-    """
+    """In a worker of a local cluster, before TensorFlow initialises: apply the devices
+    ``infra.cluster`` assigned (``COURSE_WORKER_DEVICES``; a shared GPU gets a memory cap) and return
+    them. ``.collective`` is NCCL, or RING on CPUs, on a shared GPU and under the GPU rehearsal;
+    outside a local cluster ``"AUTO"``. Used by the workers of notebooks 02 and 04–06."""
     rehearsal.activate()
     exact_float32()
     text = os.environ.get(WORKER_DEVICES_VAR)
     if not text:
         return WorkerDevices(os.environ.get("COURSE_TASK", "worker:0"), collective="AUTO")
     data = json.loads(text)
-    worker = WorkerDevices(data["task"], tuple(data["gpus"]), data["memory_limit_mb"], data["shared"], data["collective"])
+    worker = WorkerDevices(data["task"], tuple(data["gpus"]), data["memory_limit_mb"], data["shared"],
+                           data["collective"])
     if worker.memory_limit_mb is not None:
         _configure(DeviceRequest(gpu_memory_limit_mb=worker.memory_limit_mb), initialise=False)
     if worker.collective == "NCCL" and rehearsal.spec():

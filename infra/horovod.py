@@ -1,9 +1,7 @@
-"""Run Horovod jobs from notebook 07 and read what each rank printed.
+"""Run Horovod jobs from notebook 07 and read what each rank printed (``[1]<stdout>:epoch 1 …``).
 
-``horovodrun -np 2 -H localhost:2 python script.py`` starts one process per slot and relays their
-lines prefixed with the rank (``[1]<stdout>:epoch 1 …``). :func:`run_horovod` runs it with a
-timeout, splits the output per rank and kills whatever the run left behind (found by a marker in
-its environment). No TensorFlow or Horovod import: this runs in both environments.
+:func:`run_horovod` runs ``horovodrun`` with a timeout, splits its output per rank and kills what
+the run left behind. No TensorFlow or Horovod import: this runs in both environments.
 """
 
 from __future__ import annotations
@@ -184,13 +182,10 @@ def run_horovod(
     echo: Callable[[str], None] | None = None,
     settle_seconds: float = 3.0,
 ) -> HorovodRun:
-    """Run ``horovodrun -np N -H localhost:N [options] command`` and return its output split per rank.
-
-    ``command`` is what each rank runs; ``echo`` (e.g. ``print``) gets each line as it arrives.
-    After ``timeout`` seconds or on an exception (Ctrl-C too) the launcher is stopped. Then the
-    processes still carrying this run's marker get ``settle_seconds`` (none after a timeout) to
-    exit and are killed; their command lines are listed in ``survivors``.
-    """
+    """Run ``horovodrun -np N -H localhost:N [options] command`` and return its output per rank;
+    ``echo`` (e.g. ``print``) gets each line as it arrives. The launcher is stopped after ``timeout``
+    seconds or on Ctrl-C; then what still carries the run's marker gets ``settle_seconds`` (none
+    after a timeout) to exit and is killed, listed in ``survivors``."""
     argv = horovodrun_command(command, np=np, horovodrun=horovodrun or horovodrun_path(), options=options)
     run_id = uuid.uuid4().hex
     survivors: list[str] = []
@@ -201,7 +196,8 @@ def run_horovod(
     done = run_streaming(argv, env=child_env({**(env or {}), MARKER_VAR: run_id}), timeout=timeout,
                          on_line=echo, on_exit=end_run)
     lines, other = parse_rank_lines(done.stdout)
-    return HorovodRun(argv, done.returncode, done.stdout, done.seconds, done.timed_out, run_id, survivors, lines, other)
+    return HorovodRun(argv, done.returncode, done.stdout, done.seconds, done.timed_out, run_id, survivors,
+                      lines, other)
 
 
 def enqueued_tensors(lines: Sequence[RankLine]) -> dict[int, list[str]]:
@@ -236,8 +232,8 @@ def stall_reports(lines: Sequence[RankLine]) -> list[dict[int, tuple[list[str], 
             current, reporter = {}, (line.rank, line.stream)
             reports.append(current)
             continue
-        if (line.rank, line.stream) != reporter or _HOROVOD_LOG.match(line.text):  # other ranks', streams', threads' lines
-            continue
+        if (line.rank, line.stream) != reporter or _HOROVOD_LOG.match(line.text):
+            continue  # another rank's, stream's or thread's line
         match = _MISSING.match(line.text.strip()) if current is not None else None
         if current is not None and match:
             names = [n.strip() for n in match["names"].removesuffix(" ...").split(",")]  # " ..." after 6

@@ -1,9 +1,6 @@
-"""What notebook 07's Horovod scripts share that is not the lesson.
-
-``scripts/workers/horovod_keras.py`` and ``horovod_custom_loop.py`` keep every Horovod call in
-view; here are their options, training images, learning-rate warm-up, a record of the files each
-rank wrote and the per-rank report notebook 07 reads back. Runs under TensorFlow 2.12 / NumPy 1.23
-(the Horovod environment) too: NumPy only (``tests/test_compat.py`` checks what it imports).
+"""What notebook 07's Horovod scripts (``scripts/workers/horovod_*.py``) share that is not the lesson:
+options, images, warm-up, the files each rank wrote and the per-rank report the notebook reads.
+Runs in the Horovod environment too (TensorFlow 2.12 / NumPy 1.23): NumPy only.
 """
 
 from __future__ import annotations

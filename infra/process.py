@@ -1,10 +1,8 @@
 """Child processes: start, environment, signal and reap — the one place that does it.
 
-TensorFlow reads its device settings and ``TF_CONFIG`` once per process, so the course runs
-every variant and every worker in a child: :func:`start_child` starts it in its own process
-group, with the project importable and (Linux) SIGTERM when its parent dies; :func:`stop_child`
-ends the group (SIGTERM, a grace period, SIGKILL). :func:`run_program`, :func:`run_python` and
-:func:`run_streaming` run a child to its end; nothing outlives the call. Introduced in notebook 02.
+:func:`start_child` starts a child in its own process group (Linux: SIGTERM when its parent dies);
+:func:`stop_child` ends the group. :func:`run_program`, :func:`run_python`, :func:`run_command` and
+:func:`run_streaming` run one to its end; nothing outlives the call. Introduced in notebook 02.
 """
 
 from __future__ import annotations
@@ -38,7 +36,8 @@ def report(**values: Any) -> None:
 
 def read_results(text: str) -> list[dict[str, Any]]:
     """Every ``RESULT {json}`` line of a program's output, in order (other lines ignored)."""
-    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines() if line.startswith(RESULT_PREFIX)]
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]
 
 
 def find_command(name: str) -> str | None:
@@ -86,12 +85,9 @@ def start_child(
     stderr: int | IO[Any] | None = subprocess.PIPE,
     text: bool = True,
 ) -> subprocess.Popen[Any]:
-    """Start ``argv`` as a child in its own process group, stdin closed; stop it with :func:`stop_child`.
-
-    ``env`` is the complete environment (default: ``child_env()``). On Linux the child gets
-    SIGTERM when the *thread* that started it ends (``PR_SET_PDEATHSIG``). Ctrl-C pressed during
-    the start is raised once the child is stopped, so an interrupted start leaves nothing behind.
-    """
+    """Start ``argv`` in its own process group, stdin closed, ``env`` complete (default ``child_env()``).
+    Linux: it gets SIGTERM when the *thread* that started it ends. Ctrl-C during the start is
+    raised once the child is stopped, so an interrupted start leaves nothing behind."""
     with _ctrl_c_held() as pressed:
         proc = subprocess.Popen(
             list(argv),
@@ -241,13 +237,10 @@ def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                   cwd: str | os.PathLike[str] | None = None, timeout: float = 300.0,
                   on_line: Callable[[str], object] | None = None,
                   on_exit: Callable[[bool], object] | None = None) -> ProcessResult:
-    """Run ``argv`` (``env`` complete, as for :func:`start_child`; stderr merged into stdout) and
-    pass each line it prints to ``on_line`` as it comes; when ``on_line`` returns true the process
-    group is SIGKILLed, as a crash would stop it. After ``timeout`` seconds, or on an exception
-    (Ctrl-C too), it is stopped. ``on_exit(timed_out)`` is called once it has ended, before its
-    last lines are read: the moment to end what it started outside its group (which may hold the
-    pipe open).
-    """
+    """Run ``argv`` (``env`` complete; stderr merged) and pass each line to ``on_line`` as it comes;
+    a true answer SIGKILLs the group, as a crash would. Stopped after ``timeout`` seconds or on an
+    exception (Ctrl-C too). ``on_exit(timed_out)`` runs once it ended, before its last lines are
+    read: the moment to end what it started outside its group (which may hold the pipe open)."""
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
@@ -281,7 +274,8 @@ def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
         reader.join(timeout=5)
         if not reader.is_alive():  # else a process outside the group holds the pipe: close would block
             proc.stdout.close()
-    return ProcessResult(proc.returncode, "\n".join(lines), "", time.perf_counter() - start, timed_out, killed)
+    seconds = time.perf_counter() - start
+    return ProcessResult(proc.returncode, "\n".join(lines), "", seconds, timed_out, killed)
 
 
 def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = None, *,

@@ -1,14 +1,11 @@
 """The GPU rehearsal: run the course's GPU branches on a CPU, substituting only the hardware.
 
-``COURSE_REHEARSE_GPUS="1x15360@7.5:Tesla T4"`` (count × MiB, optional compute capability and
-name) makes every Python process of the course believe it has those GPUs: TensorFlow's physical
-device list gains them (honouring ``CUDA_VISIBLE_DEVICES``), and when the runtime starts each
-logical GPU asked for becomes one more logical CPU device. Memory limits are recorded but not
-applied, memory statistics are the CPU's, RING stands in for NCCL. TensorFlow's own checks of
-every device call and the moment its runtime starts are untouched, so a call made in the wrong
-order fails here as on a GPU. :func:`activate` installs it (``infra.devices.prepare``), and the
-``sitecustomize`` in ``rehearsal_site/`` does in child processes (:func:`child_pythonpath`).
-It patches TensorFlow 2.21's eager ``Context``. Used by ``make test``'s rehearsals.
+``COURSE_REHEARSE_GPUS="1x15360@7.5:Tesla T4"`` (count × MiB, optional compute capability and name)
+makes every Python process believe it has those GPUs: TensorFlow lists them, and each logical GPU
+runs as one more logical CPU device (memory limits recorded, not applied; RING for NCCL).
+TensorFlow's own checks and the moment its runtime starts are untouched, so a call in the wrong
+order fails as on a GPU. :func:`activate` patches TensorFlow 2.21's eager ``Context``; child
+processes get it from ``rehearsal_site/sitecustomize.py``. Used by ``make test``'s rehearsals.
 """
 
 from __future__ import annotations
@@ -75,9 +72,10 @@ def describe() -> str:
     gpus = parse_spec(spec() or "")
     gpu = gpus[0]  # parse_spec sets every field, alike for all
     return (
-        f"Rehearsal of {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({gpu.name}, {gpu.memory_mb // 1024} GB, "
-        f"compute capability {'.'.join(map(str, gpu.compute_capability))}) on the CPU: logical GPUs run as logical CPU devices, memory "
-        "limits are recorded but not applied, RING stands in for NCCL; every time printed is a CPU time"
+        f"Rehearsal of {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({gpu.name}, "
+        f"{gpu.memory_mb // 1024} GB, compute capability {'.'.join(map(str, gpu.compute_capability))}) on "
+        "the CPU: logical GPUs run as logical CPU devices, memory limits are recorded but not applied, RING "
+        "stands in for NCCL; every time printed is a CPU time"
     )
 
 
@@ -87,9 +85,6 @@ def child_pythonpath(pythonpath: str | None) -> str:
     return os.pathsep.join(dict.fromkeys(parts))
 
 
-# --------------------------------------------------------------------------------------------
-# The patch of TensorFlow's eager context
-# --------------------------------------------------------------------------------------------
 @dataclass
 class _State:
     """What the patched context knows: the rehearsed devices and the stand-ins made for them."""
@@ -112,7 +107,8 @@ def _add_fake_gpus(ctx: Any) -> None:
     if _state.fakes and _state.fakes[0] in ctx._physical_devices:
         return
     gpus = visible_gpus()
-    _state.fakes = [PhysicalDevice(name=f"/physical_device:GPU:{i}", device_type="GPU") for i in range(len(gpus))]
+    _state.fakes = [PhysicalDevice(name=f"/physical_device:GPU:{i}", device_type="GPU")
+                    for i in range(len(gpus))]
     _state.details = dict(zip(_state.fakes, gpus, strict=True))
     for fake in _state.fakes:
         ctx._physical_device_to_index[fake] = len(ctx._physical_devices)

@@ -27,12 +27,9 @@ DONE = b"done"
 
 @contextlib.contextmanager
 def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: int = 3) -> Iterator[None]:
-    """End this process if the block does not finish within ``seconds`` (a collective that never returns).
-
-    ``with exit_if_stuck(5, "all-reduce of step 3"):`` then prints ``still waiting in all-reduce
-    of step 3 after 5 s``, gives the other ranks ``grace`` seconds to print theirs, and calls
-    ``os._exit(exit_code)``; horovodrun then stops the job. Used by ``scripts/workers/horovod_stall.py``.
-    """
+    """End this process if the block does not finish within ``seconds`` (a collective that never
+    returns): ``with exit_if_stuck(5, "step 3"):`` prints ``still waiting in step 3 after 5 s``, waits
+    ``grace`` seconds for the other ranks to print theirs, then ``os._exit(exit_code)``."""
     if seconds <= 0 or grace < 0:
         raise ValueError(f"need seconds > 0 and grace >= 0, got {seconds} and {grace}")
     finished = threading.Event()
@@ -56,11 +53,9 @@ def exit_if_stuck(seconds: float, what: str, *, grace: float = 2.0, exit_code: i
 class Lifetime:
     """What the course starts (workers, namespaces, daemons) does not outlive its owner.
 
-    ``stop`` (e.g. ``cluster.stop``) runs at a normal interpreter exit. If this process is killed
-    first, a guardian process calls ``cleanup`` (``"package.module:function"``) with ``args``: it
-    reads a pipe only its owner writes to, which closes when the owner dies, even by SIGKILL. It
-    ignores Ctrl-C and hang-ups and has its own session, out of reach of an interrupted kernel.
-    The owner calls :meth:`end` once it has cleaned up itself (idempotent).
+    ``stop`` (e.g. ``cluster.stop``) runs at a normal exit. If this process is killed first (even by
+    SIGKILL), a guardian process, in its own session and deaf to Ctrl-C, calls ``cleanup``
+    (``"package.module:function"``) with ``args``. The owner calls :meth:`end` once it cleaned up.
     """
 
     def __init__(self, stop: Callable[[], object], cleanup: str, args: Sequence[str]) -> None:
