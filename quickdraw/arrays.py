@@ -1,9 +1,5 @@
-"""Rendered doodles held in memory and cached on disk: :func:`doodle_arrays`.
-
-Notebooks 04, 05, 08 and 11 and the worker programs train on small arrays of 28×28 doodles;
-rendering costs milliseconds per drawing, so a split is rendered once with
-:func:`quickdraw.make_dataset` and kept under ``build/cache/``.
-"""
+"""Rendered doodles held in memory and cached on disk: :func:`doodle_arrays` (notebooks 04,
+05, 08, 11 and their worker programs train on small arrays of 28×28 doodles)."""
 
 from __future__ import annotations
 
@@ -48,17 +44,13 @@ def doodle_arrays(
     limit: int | None = None,
     cache_dir: str | os.PathLike[str] | None = CACHE_DIR,
 ) -> DoodleArrays:
-    """Render a doodle split once with :func:`quickdraw.make_dataset` and keep it.
+    """A doodle split rendered once with :func:`quickdraw.make_dataset` (unshuffled) and kept.
 
-    ``source`` is a built-in variant (``"smoke"``/``"full"``, generated on first use) or a
-    directory in any format the data layer reads. Rendering costs milliseconds per drawing,
-    so the arrays are cached as ``build/cache/doodles-<name>-<fingerprint>-<split>-<size>.npz``
-    (written atomically; worker processes then load instead of rendering again; new data, a new
-    fingerprint). ``limit`` keeps the first ``limit`` examples. Order is the data layer's
-    unshuffled order. Used in notebooks 04, 05, 08 and 11 and their worker programs.
+    ``source``: a built-in variant (``"smoke"``/``"full"``, generated on first use) or a folder
+    in any format the data layer reads. The arrays are cached as
+    ``<cache_dir>/doodles-<name>-<fingerprint>-<split>-<size>.npz`` (new data, a new
+    fingerprint), so worker processes load them. ``limit`` keeps the first ``limit`` examples.
     """
-    if split not in ("train", "val", "all"):
-        raise ValueError(f"split must be 'train', 'val' or 'all', got {split!r}")
     source_str = str(source)
     if source_str in ("smoke", "full"):
         path = ensure_builtin_data(source_str)
@@ -70,37 +62,24 @@ def doodle_arrays(
         tag = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     cache: Path | None = None
     if cache_dir is not None:
-        # the data's fingerprint in the name: regenerated or edited data (a course update that
-        # changes the built-in classes) never meets arrays rendered from the old files
         cache = Path(cache_dir) / f"doodles-{tag}-{data_fingerprint(path)}-{split}-{image_size}.npz"
         if cache.exists():
             with np.load(cache, allow_pickle=False) as data:
                 arrays = DoodleArrays(data["x"], data["y"], [str(c) for c in data["class_names"]])
             return _limited(arrays, limit)
-    labels = resolve_labels(path)
-    xs, ys = [], []
     dataset = make_dataset(path, split=split, image_size=image_size, batch_size=256, shuffle=False)
-    for images, batch_labels in dataset.as_numpy_iterator():
-        xs.append(images)
-        ys.append(batch_labels)
-    if not xs:
+    batches = list(dataset.as_numpy_iterator())
+    if not batches:
         raise ValueError(f"no {split} examples in {path}")
-    arrays = DoodleArrays(
-        np.concatenate(xs).astype(np.float32),
-        np.concatenate(ys).astype(np.int32),
-        [labels[i] for i in range(len(labels))],
-    )
+    x, y = (np.concatenate(parts) for parts in zip(*batches, strict=True))
+    arrays = DoodleArrays(x.astype(np.float32), y.astype(np.int32), list(resolve_labels(path)))
     if cache is not None:
-        # older data's arrays, and the name used before fingerprints (never read again)
-        stale = [*cache.parent.glob(f"doodles-{tag}-*-{split}-{image_size}.npz"),
-                 cache.parent / f"doodles-{tag}-{split}-{image_size}.npz"]  # fmt: skip
-        _write_cache(arrays, cache, stale)
+        _write_cache(arrays, cache, cache.parent.glob(f"doodles-{tag}-*-{split}-{image_size}.npz"))
     return _limited(arrays, limit)
 
 
 def _write_cache(arrays: DoodleArrays, cache: Path, stale: Iterable[Path]) -> None:
-    """Save ``arrays`` as ``cache`` atomically (a temporary file, then a rename), then remove
-    the ``stale`` files that are not ``cache``."""
+    """Save ``arrays`` as ``cache`` atomically, then remove the ``stale`` files (older data's)."""
     cache.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".npz")
     os.close(fd)
@@ -116,11 +95,8 @@ def _write_cache(arrays: DoodleArrays, cache: Path, stale: Iterable[Path]) -> No
 
 
 def data_fingerprint(path: str | os.PathLike[str]) -> str:
-    """12 hex digits that change when any data file under ``path`` changes (name, size, mtime).
-
-    Files and folders whose name starts with a dot (the data layer's own count caches) are left
-    out. Used by :func:`doodle_arrays` to name its cache.
-    """
+    """12 hex digits that change when any data file under ``path`` changes (name, size, mtime);
+    dot files and folders (the data layer's count caches) are left out."""
     root = Path(path)
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     digest = hashlib.sha256()

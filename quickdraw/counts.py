@@ -1,27 +1,18 @@
 """How many drawings each split holds, counted once and kept in a manifest beside the data.
 
-``steps_per_epoch`` needs the number of training drawings, and counting them means
-parsing every row (bad rows do not count, and the split is a hash of each key_id). For
-Kaggle's 50 million rows that is minutes of Python per pass, so it is done once per class
-file: :func:`split_counts` parses a file, counts train / val / all for the split settings
-asked for, and stores the result in ``.counts.json`` beside the data (or under
-``build/cache/`` when the data folder is read-only), keyed by the file's name, size and
-modification time. Later calls, other processes and the other workers of a multi-worker
-job read the manifest instead; a lock file makes a second process wait for the first
-one's count rather than parse the same files again. TFRecord shards carry their counts in
-the ``manifest.json`` that :func:`quickdraw.shards.write_shards` writes.
-
-Used by :func:`quickdraw.pipeline.count_examples` (notebook 06, ``scripts/train_quickdraw.py``).
+``steps_per_epoch`` needs the number of training drawings, and counting them means parsing
+every row. :func:`split_counts` parses each class file once, counts train / val / all for the
+split settings asked for and keeps the result in ``.counts.json`` beside the data (under
+``build/cache/`` when the folder is read-only), keyed by the file's name, size and mtime. Used by
+:func:`quickdraw.pipeline.count_examples`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 MANIFEST_NAME = ".counts.json"
@@ -33,11 +24,12 @@ def settings_key(
     split_seed: int,
     limit_per_class: int | None,
     recognized_only: bool,
-    labels: Sequence[str] | None,
+    labels: Sequence[str],
 ) -> str:
     """The split settings a count depends on, as one string (the manifest's key)."""
-    names = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12] if labels is not None else "-"
-    return f"val={val_fraction!r};seed={split_seed};limit={limit_per_class};recognized={recognized_only};labels={names}"
+    names = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12]
+    return (f"val={val_fraction!r};seed={split_seed};limit={limit_per_class};"
+            f"recognized={recognized_only};labels={names}")  # fmt: skip
 
 
 def manifest_path(root: Path) -> Path:
@@ -59,40 +51,17 @@ def _read(manifest: Path) -> dict:
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {"format": _FORMAT, "files": {}}
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return {"format": _FORMAT, "files": {}}
-    return data
+        data = None
+    empty = {"format": _FORMAT, "files": {}}
+    return data if isinstance(data, dict) and data.get("format") == _FORMAT else empty
 
 
 def _write(manifest: Path, data: dict) -> None:
+    """Replace ``manifest`` at once: a reader in another process never sees half a file."""
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=manifest.parent, prefix=".counts-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, manifest)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-
-
-@contextlib.contextmanager
-def _locked(manifest: Path) -> Iterator[None]:
-    """An exclusive lock on the manifest's folder (POSIX ``flock``; elsewhere no lock), so
-    that a second process waits for the first one's counts instead of parsing too."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    manifest.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(manifest.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    tmp = manifest.with_name(f".counts-{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, manifest)
 
 
 def split_counts(
@@ -104,28 +73,15 @@ def split_counts(
     files = [Path(f) for f in files]
     root = Path(root) if root is not None else Path(os.path.commonpath([str(f.parent) for f in files]))
     manifest = manifest_path(root)
-    names = {f: os.path.relpath(f, root) for f in files}
-
-    def cached(data: dict, f: Path) -> dict[str, int] | None:
-        entry = data["files"].get(names[f])
-        if entry is None or entry.get("stamp") != _stamp(f):
-            return None
-        return entry.get("counts", {}).get(key)
-
-    data = _read(manifest)
-    if any(cached(data, f) is None for f in files):
-        with _locked(manifest):
-            data = _read(manifest)  # another process may have counted meanwhile
-            missing = [f for f in files if cached(data, f) is None]
-            for f in missing:
-                entry = data["files"].get(names[f])
-                if entry is None or entry.get("stamp") != _stamp(f):
-                    entry = data["files"][names[f]] = {"stamp": _stamp(f), "counts": {}}
-                entry["counts"][key] = count_file(f)
-            if missing:
-                _write(manifest, data)
-    total = {"train": 0, "val": 0, "all": 0}
+    data, counts, changed = _read(manifest), [], False
     for f in files:
-        for split, n in cached(data, f).items():  # type: ignore[union-attr]
-            total[split] += n
-    return total
+        name = os.path.relpath(f, root)
+        entry = data["files"].get(name)
+        if entry is None or entry.get("stamp") != _stamp(f):  # new or changed: counted again
+            entry = data["files"][name] = {"stamp": _stamp(f), "counts": {}}
+        if key not in entry["counts"]:
+            entry["counts"][key], changed = count_file(f), True
+        counts.append(entry["counts"][key])
+    if changed:
+        _write(manifest, data)
+    return {split: sum(c[split] for c in counts) for split in ("train", "val", "all")}

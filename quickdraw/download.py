@@ -1,24 +1,12 @@
 """Download the real Quick, Draw! data (never called by the course at run time).
 
-Google publishes every category in its public bucket (CC BY 4.0)::
-
-    https://storage.googleapis.com/quickdraw_dataset/full/simplified/<Category>.ndjson
-    https://storage.googleapis.com/quickdraw_dataset/full/raw/<Category>.ndjson
-    https://storage.googleapis.com/quickdraw_dataset/full/numpy_bitmap/<Category>.npy
-
-(spaces in category names URL-encoded: ``The%20Eiffel%20Tower.ndjson``).
-:func:`download_google` fetches some categories into ``dest/<kind>/`` (Google layout,
-readable by ``make_dataset(dest / kind)``), keeping at most ``limit_per_class`` drawings
-of each: ndjson files are streamed line by line and ``.npy`` files are read header-first,
-so a limit of 1000 downloads about 1000 drawings, not the whole file. Finished files are
-cached (``dest/<kind>/.downloads.json`` records what each file holds) and not fetched again.
-
-Kaggle's competition files (``train_simplified/<word>.csv``, ``test_simplified.csv``)
-need a Kaggle account and accepting the competition rules; see
-:data:`KAGGLE_INSTRUCTIONS`. Unzipped, the directory works as is with ``make_dataset``.
-
-Command line: ``python -m quickdraw.download cat "The Eiffel Tower" --limit 1000``.
-Used in notebook 06 (explained, not run) and by readers who want the real data.
+:func:`download_google` fetches categories from Google's public bucket (CC BY 4.0,
+``https://storage.googleapis.com/quickdraw_dataset/full/<kind>/<Category>.ndjson|.npy``) into
+``dest/<kind>/``, which ``make_dataset(dest / kind)`` reads. ``limit_per_class`` is applied
+while downloading (ndjson streamed line by line, ``.npy`` read header first); finished files
+are recorded in ``dest/<kind>/.downloads.json`` and not fetched again. Kaggle's competition
+files need an account: :data:`KAGGLE_INSTRUCTIONS`. Command line:
+``python -m quickdraw.download cat "The Eiffel Tower" --limit 1000``. Explained in notebook 06.
 """
 
 from __future__ import annotations
@@ -29,6 +17,7 @@ import json
 import os
 import urllib.request
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -63,10 +52,6 @@ def google_url(category: str, kind: str = "simplified", base_url: str = GOOGLE_B
     return f"{base_url.rstrip('/')}/{kind}/{quote(google_name(category))}{KINDS[kind]}"
 
 
-def _default_opener(url: str) -> IO[bytes]:
-    return urllib.request.urlopen(url, timeout=60)  # noqa: S310 - https or file:// only
-
-
 def _read_cache(folder: Path) -> dict[str, Any]:
     try:
         return json.loads((folder / _CACHE).read_text(encoding="utf-8"))
@@ -77,9 +62,7 @@ def _read_cache(folder: Path) -> dict[str, Any]:
 def _cached(entry: dict[str, Any] | None, path: Path, limit: int | None) -> bool:
     if entry is None or not path.is_file():
         return False
-    if entry.get("complete"):
-        return True
-    return limit is not None and entry.get("rows", 0) >= limit
+    return bool(entry.get("complete")) or (limit is not None and entry.get("rows", 0) >= limit)
 
 
 def _copy_ndjson(src: IO[bytes], dst: IO[bytes], limit: int | None) -> tuple[int, bool]:
@@ -130,10 +113,8 @@ def download_google(
     """Fetch categories from Google's bucket into ``dest/<kind>/``; return name -> file.
 
     ``limit_per_class`` keeps the first N drawings of each category (None: the whole file,
-    up to hundreds of MB each). Cached files are reused unless ``overwrite``. ``opener``
-    (default ``urllib.request.urlopen``) and ``base_url`` can point elsewhere, e.g. a
-    ``file://`` mirror - the tests do that. Unknown category names raise before any
-    download. Used by readers who want real data (notebook 06 explains it).
+    up to hundreds of MB). Cached files are reused unless ``overwrite``. ``opener`` and
+    ``base_url`` can point elsewhere (a ``file://`` mirror). Unknown names raise first.
     """
     from tqdm.auto import tqdm
 
@@ -145,7 +126,7 @@ def download_google(
     folder = Path(dest) / kind
     folder.mkdir(parents=True, exist_ok=True)
     cache = _read_cache(folder)
-    opener = opener or _default_opener
+    opener = opener or partial(urllib.request.urlopen, timeout=60)
     out: dict[str, Path] = {}
     for name in tqdm(names, desc=f"download {kind}", unit="class", disable=not progress):
         path = folder / f"{name}{KINDS[kind]}"

@@ -1,35 +1,18 @@
 """tf.data input pipelines for Quick, Draw! data in any published format.
 
-``make_dataset(source, split="train", ...)`` gives a batched ``tf.data.Dataset`` of
-``(images, labels)``: ``float32`` images ``(batch, size, size, C)`` in [0, 1] and
-``int32`` labels (plus ``int64`` key_ids with ``with_key_id=True``). The stages are
+``make_dataset(source, split="train", ...)`` gives batches of ``(images, labels)``: ``float32``
+images ``(batch, size, size, C)`` in [0, 1] (or ``uint8``) and ``int32`` labels, in three stages:
 
-    per-class files (TextLineDataset each, interleaved round-robin) --> batches of lines
-      --> parse + validate + split by key_id (NumPy function, parallel map) --> unbatch
-      --> shuffle --> batch --> render (OpenCV, parallel map) --> rebatch --> prefetch
+    read     class files line by line, round-robin, parsed in NumPy a batch of lines at a time;
+             .npy bitmaps; or TFRecord shards of :mod:`quickdraw.shards` (blocks of drawings)
+             --> shuffle --> batches of drawings
+    render   a parallel map that draws several batches a call (bitmaps are resized)
+    batch    rebatch to ``batch_size``, prefetch, the auto-shard policy
 
-or, for TFRecord shards made once by :func:`quickdraw.shards.write_shards` (each record a
-block of drawings), ``TFRecordDataset`` (files interleaved by one thread) --> shuffle blocks
---> batch blocks --> parse them (``parse_example``) --> render --> rebatch to exactly
-``batch_size`` drawings --> prefetch (no Python parsing at all; every per-record cost paid
-once per block). The render map draws several batches a call
-(``PipelineOptions.render_call_drawings``), which ``rebatch`` cuts into batches again, in the same order;
-``.npy`` bitmaps come from a generator per file and are resized instead of rendered.
-Line numbers in error reports count physical lines (Quick, Draw! CSVs have no line
-breaks inside fields). A :class:`~quickdraw.formats.ReadReport` counts each pass
-over the data (with ``repeat=True``, every epoch).
-
-The train/validation split is by ``key_id`` (a hash of it), so a drawing is in exactly
-one split whatever the file order, the shuffling or the number of workers.
-
-Sharding for multi-worker training: the dataset's ``auto_shard_policy`` is ``FILE`` for
-TFRecord shards (each worker reads its own files) and ``DATA`` otherwise (each worker
-reads everything and keeps its 1/N). With ``distribute_datasets_from_function`` pass the
-``tf.distribute.InputContext`` as ``input_context=`` and the dataset shards itself the
-same way.
-
-TensorFlow is imported inside the functions; everything here also runs on TF 2.12.
-Used in notebooks 04, 05, 06 and the Horovod scripts of notebook 07.
+The train/val split is a hash of each ``key_id``: a drawing is in one split whatever the file
+order, the shuffle or the number of workers. Multi-worker: shards are auto-sharded by ``FILE``
+(each worker reads its own files), class files by ``DATA``; or pass ``input_context=``.
+Used in notebooks 04-08 and ``scripts/train_quickdraw.py``.
 """
 
 from __future__ import annotations
@@ -47,6 +30,7 @@ from quickdraw.augment import augment_strokes
 from quickdraw.counts import settings_key, split_counts
 from quickdraw.formats import (
     CsvHeader,
+    Drawing,
     QuickDrawFormatError,
     ReadReport,
     detect_format,
@@ -56,55 +40,37 @@ from quickdraw.formats import (
     parse_csv_row,
     parse_ndjson_line,
     read_csv_header,
-    read_kaggle_csv,
     read_npy_bitmaps,
 )
 from quickdraw.labels import LabelMap, google_name
-from quickdraw.render import (
-    POINT_BYTES,
-    channels_of,
-    render_batch,
-    render_packed_batch,
-    render_packed_blocks,
-)
+from quickdraw.render import POINT_BYTES, channels_of, render_batch, render_packed_batch, render_packed_blocks
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
 
 SPLITS = ("train", "val", "all")
+Source = str | Path | Sequence[str | Path]
 _MASK64 = (1 << 64) - 1
 
 
-# ------------------------------------------------------------------------------------
-# The split
-# ------------------------------------------------------------------------------------
-def key_fraction(key_id: int, seed: int = 0) -> float:
-    """A uniform number in [0, 1) fixed by ``key_id`` (splitmix64 hash; ``seed`` varies it)."""
+# --- The split and the packed form of a drawing ---
+def split_of(key_id: int, val_fraction: float = 0.1, seed: int = 0) -> str:
+    """``"val"`` for about ``val_fraction`` of all key_ids, else ``"train"``: a uniform number
+    in [0, 1) from a splitmix64 hash of ``key_id`` (``seed`` gives another split)."""
     z = (int(key_id) + (seed + 1) * 0x9E3779B97F4A7C15) & _MASK64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
     z ^= z >> 31
-    return (z >> 11) / float(1 << 53)
-
-
-def split_of(key_id: int, val_fraction: float = 0.1, seed: int = 0) -> str:
-    """``"val"`` for about ``val_fraction`` of all key_ids, else ``"train"``. Never both."""
-    return "val" if key_fraction(key_id, seed) < val_fraction else "train"
+    return "val" if (z >> 11) / float(1 << 53) < val_fraction else "train"
 
 
 def _in_split(key_id: int, split: str, val_fraction: float, seed: int) -> bool:
     return split == "all" or split_of(key_id, val_fraction, seed) == split
 
 
-# ------------------------------------------------------------------------------------
-# Packing strokes into one string tensor
-# ------------------------------------------------------------------------------------
 def pack_strokes(strokes: Sequence[np.ndarray]) -> bytes:
-    """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent).
-
-    The form in which drawings travel through tf.data (one string tensor each) and are
-    stored in TFRecord shards; :func:`quickdraw.render.render_packed` draws it.
-    """
+    """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent), the form
+    drawings take in tf.data and in shards; :func:`quickdraw.render.render_packed` draws it."""
     points = strokes[0] if len(strokes) == 1 else np.concatenate(strokes)
     a = np.empty((len(points), 4), np.float32)
     a[:, :2] = points[:, :2]
@@ -130,53 +96,32 @@ def _block_drawings(blocks: Sequence[bytes], lengths: Sequence[int]) -> list[byt
     return [data[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-def _resize_bitmap_batch(raw: np.ndarray, size: int, nch: int) -> np.ndarray:
-    import cv2
-
-    out = np.empty((len(raw), size, size, nch), np.uint8)
-    for i, data in enumerate(raw):
-        img = np.frombuffer(data, np.uint8).reshape(28, 28)
-        if size != 28:
-            img = cv2.resize(
-                img, (size, size), interpolation=cv2.INTER_AREA if size < 28 else cv2.INTER_LINEAR
-            )
-        out[i] = img[:, :, None]
-    return out
-
-
-# ------------------------------------------------------------------------------------
-# Sources
-# ------------------------------------------------------------------------------------
-def resolve_source(
-    source: str | Path | Sequence[str | Path], fmt: str | None
-) -> tuple[str, list[Path], Path | None]:
-    """(kind, files, root) with kind in csv_ndjson / npy / tfrecord / test_csv."""
+# --- Sources, labels and counts (no TensorFlow) ---
+def resolve_source(source: Source, fmt: str | None = None) -> tuple[str, list[Path], Path | None]:
+    """``(kind, files, root)``: kind ``csv_ndjson``, ``npy`` or ``tfrecord``; root ``None`` for
+    a list of files."""
     if isinstance(source, (str, Path)):
-        root = Path(source)
+        root: Path | None = Path(source)
         if root.is_file():
-            kind = "tfrecord" if root.suffix == ".tfrecord" else detect_format(root)
-            return ("csv_ndjson" if kind in ("kaggle_csv", "ndjson") else kind), [root], root.parent
-        if not root.is_dir():
+            files, root = [root], root.parent
+        elif not root.is_dir():
             raise FileNotFoundError(f"no Quick, Draw! data at {root}")
-        if fmt in (None, "tfrecord") and any(root.glob("*.tfrecord")):
-            return "tfrecord", sorted(root.glob("*.tfrecord")), root
-        files = find_class_files(root, fmt)
-        kind = detect_format(next(iter(files.values())))
-        return ("npy" if kind == "npy" else "csv_ndjson"), list(files.values()), root
-    files = [Path(p) for p in source]
-    if not files:
-        raise ValueError("empty list of files")
-    kinds = {("tfrecord" if p.suffix == ".tfrecord" else detect_format(p)) for p in files}
+        elif fmt in (None, "tfrecord") and any(root.glob("*.tfrecord")):
+            files = sorted(root.glob("*.tfrecord"))
+        else:
+            files = list(find_class_files(root, fmt).values())
+    else:
+        files, root = [Path(p) for p in source], None
+        if not files:
+            raise ValueError("empty list of files")
+    kinds = {"tfrecord" if p.suffix == ".tfrecord" else detect_format(p) for p in files}
     if len(kinds) != 1:
         raise ValueError(f"mixed file types {sorted(kinds)}")
     kind = kinds.pop()
-    return ("csv_ndjson" if kind in ("kaggle_csv", "ndjson") else kind), files, None
+    return ("csv_ndjson" if kind in ("kaggle_csv", "ndjson") else kind), files, root
 
 
-
-def resolve_labels(
-    source: str | Path | Sequence[str | Path], labels: LabelMap | None = None, fmt: str | None = None
-) -> LabelMap:
+def resolve_labels(source: Source, labels: LabelMap | None = None, fmt: str | None = None) -> LabelMap:
     """The label map of a source: ``labels`` if given, else ``labels.json`` beside the
     data, else the sorted class-file names. Used in notebooks 04-06."""
     if labels is not None:
@@ -190,138 +135,78 @@ def resolve_labels(
 
 
 def iter_examples(
-    source: str | Path | Sequence[str | Path],
-    *,
-    split: str = "all",
-    labels: LabelMap | None = None,
-    val_fraction: float = 0.1,
-    split_seed: int = 0,
-    limit_per_class: int | None = None,
-    recognized_only: bool = False,
-    strict: bool = False,
-    report: ReadReport | None = None,
-    fmt: str | None = None,
+    source: Source, *, split: str = "all", labels: LabelMap | None = None, **options: Any
 ) -> Iterator[tuple[list[np.ndarray], int, int]]:
-    """Yield ``(strokes, label, key_id)`` in file order, without TensorFlow.
-
-    The same filtering as :func:`make_dataset` (split, limits, bad rows); used by
-    :func:`count_examples`, the TFRecord writer and for plain-Python looks at the data.
-    """
+    """Yield ``(strokes, label, key_id)`` in file order, without TensorFlow, filtered as
+    :func:`make_dataset` filters them (``options``: :class:`PipelineOptions` such as
+    ``limit_per_class``, ``strict``, ``report``). Used in notebook 06 and the shards."""
+    o = PipelineOptions(**options)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    kind, files, _ = resolve_source(source, fmt)
-    if kind not in ("csv_ndjson",):
+    kind, files, _ = resolve_source(source, o.fmt)
+    if kind != "csv_ndjson":
         raise ValueError(f"iter_examples reads .csv/.ndjson files, not {kind}")
-    labels = _labels_for(source, labels, fmt, files)
+    labels = resolve_labels(source, labels, o.fmt)
     for path in files:
-        for d in _iter_one(path, labels, strict, report, limit_per_class):
-            if recognized_only and not d.recognized:
-                continue
-            if _in_split(d.key_id, split, val_fraction, split_seed):
-                yield d.strokes, d.label, d.key_id
+        for d in iter_file(path, labels=labels, strict=o.strict, report=o.report, limit=o.limit_per_class):
+            if d.recognized or not o.recognized_only:
+                if _in_split(d.key_id, split, o.val_fraction, o.split_seed):
+                    yield d.strokes, d.label, d.key_id
 
 
-def _labels_for(source: Any, labels: LabelMap | None, fmt: str | None, files: list[Path]) -> LabelMap | None:
-    if len(files) == 1 and files[0].name == "test_simplified.csv":
-        return labels  # no classes in the test file
-    return resolve_labels(source, labels, fmt)
-
-
-def _iter_one(
-    path: Path, labels: LabelMap | None, strict: bool, report: ReadReport | None, limit: int | None
-):
-    if path.name == "test_simplified.csv":
-        return read_kaggle_csv(path, labels=None, strict=strict, report=report, limit=limit)
-    return iter_file(path, labels=labels, strict=strict, report=report, limit=limit)
-
-
-def count_examples(source: str | Path | Sequence[str | Path], **kwargs: Any) -> int:
-    """How many examples :func:`make_dataset` yields per pass with the same arguments
-    (split, val_fraction, limit_per_class, ...). For ``steps_per_epoch``.
+def count_examples(
+    source: Source, *, split: str = "train", labels: LabelMap | None = None, **options: Any
+) -> int:
+    """How many examples :func:`make_dataset` yields per pass with the same arguments (those
+    that do not choose drawings are ignored), for ``steps_per_epoch``.
 
     Class files are parsed once: the counts of every split go into a manifest beside the
-    data (:mod:`quickdraw.counts`), which later calls, other processes and the other
-    workers of a multi-worker job read instead of parsing again. ``strict=True`` or a
-    ``report=`` reads the data (to raise on, or report, its bad rows). TFRecord shards:
-    the counts in ``manifest.json`` of :func:`~quickdraw.shards.write_shards`.
-    Used in notebook 06 and ``scripts/train_quickdraw.py``.
+    data (:mod:`quickdraw.counts`) that later calls and the other workers of a job read;
+    ``strict=True`` or a ``report=`` reads the data again. Shards: the counts in their
+    ``manifest.json``. Used in notebooks 06, 08 and ``scripts/train_quickdraw.py``.
     """
-    split = kwargs.get("split", "train")
+    options = {k: v for k, v in options.items() if k in _WHICH_DRAWINGS}
+    o = PipelineOptions(**options)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    kind, files, root = resolve_source(source, kwargs.get("fmt"))
-    val_fraction, split_seed = kwargs.get("val_fraction", 0.1), kwargs.get("split_seed", 0)
+    kind, files, root = resolve_source(source, o.fmt)
     if kind == "tfrecord":
-        counts = _shard_counts(root, files)
-        if counts is not None:
-            return counts[split]
-        import tensorflow as tf
-
-        chosen = [str(f) for f in _tfrecord_files(files, split)]
-        return sum(int(b[1].shape[0]) for b in _parse_blocks(tf.data.TFRecordDataset(chosen).batch(1024)))
+        manifest, chosen = shard_manifest(files), {f.name for f in _tfrecord_files(files, split)}
+        per_shard = manifest["counts_per_shard"]
+        return sum(n for s in per_shard for f, n in zip(manifest["files"][s], per_shard[s], strict=True)
+                   if f in chosen)  # fmt: skip
     if kind == "npy":
         n = 0
         for p in files:
-            arr = read_npy_bitmaps(p, strict=kwargs.get("strict", False), mmap=True)
-            rows = range(min(len(arr), kwargs.get("limit_per_class") or len(arr)))
+            rows = len(read_npy_bitmaps(p, strict=o.strict, mmap=True))
             word = google_name(p.stem)
-            n += sum(_in_split(npy_key_id(word, r), split, val_fraction, split_seed) for r in rows)
+            keys = (npy_key_id(word, r) for r in range(min(rows, o.limit_per_class or rows)))
+            n += sum(_in_split(k, split, o.val_fraction, o.split_seed) for k in keys)
         return n
-    opts = {k: v for k, v in kwargs.items() if k in _ITER_KEYS}
-    if opts.get("strict") or opts.get("report") is not None:
-        return sum(1 for _ in iter_examples(source, **{**opts, "split": split}))
-    labels = _labels_for(source, opts.get("labels"), kwargs.get("fmt"), files)
-    limit, recognized_only = opts.get("limit_per_class"), opts.get("recognized_only", False)
-    key = settings_key(val_fraction, split_seed, limit, recognized_only, labels.names if labels else None)
+    if o.strict or o.report is not None:
+        return sum(1 for _ in iter_examples(source, split=split, labels=labels, **options))
+    labels = resolve_labels(source, labels, o.fmt)
+    key = settings_key(o.val_fraction, o.split_seed, o.limit_per_class, o.recognized_only, labels.names)
 
     def count_file(path: Path) -> dict[str, int]:
         c = {"train": 0, "val": 0, "all": 0}
-        for d in _iter_one(path, labels, False, None, limit):
-            if d.recognized or not recognized_only:
+        for d in iter_file(path, labels=labels, limit=o.limit_per_class):
+            if d.recognized or not o.recognized_only:
                 c["all"] += 1
-                c[split_of(d.key_id, val_fraction, split_seed)] += 1
+                c[split_of(d.key_id, o.val_fraction, o.split_seed)] += 1
         return c
 
     return split_counts(files, key, count_file, root)[split]
-
-
-def _shard_counts(root: Path | None, files: list[Path]) -> dict[str, int] | None:
-    """Counts per split from write_shards' manifest.json, if it describes these files."""
-    if root is None:
-        return None
-    try:
-        m = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-        listed = {name for names in m["files"].values() for name in names}
-        counts = {s: int(m["counts"][s]) for s in ("train", "val")}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if listed != {f.name for f in files}:
-        return None
-    return {**counts, "all": counts["train"] + counts["val"]}
-
-
-_ITER_KEYS = {
-    "split",
-    "report",
-    "labels",
-    "val_fraction",
-    "split_seed",
-    "limit_per_class",
-    "recognized_only",
-    "strict",
-    "fmt",
-}
 
 
 SHARD_FORMAT = 3  # blocks of drawings, a block's points in one string
 _OLDER_SHARDS = {1: "one drawing per record", 2: "blocks with a string per drawing"}
 
 
-def shard_block_size(files: Sequence[str | Path]) -> int:
-    """The drawings per record of shards written by :func:`quickdraw.write_shards`, from the
-    ``manifest.json`` beside them; raises ``ValueError`` with the way out when the manifest
-    records another ``format`` than :data:`SHARD_FORMAT` (none recorded: format 1) or is
-    missing. Used by :func:`make_dataset`."""
+def shard_manifest(files: Sequence[str | Path]) -> dict[str, Any]:
+    """The ``manifest.json`` that :func:`quickdraw.write_shards` wrote beside ``files``; raises
+    ``ValueError`` with the way out when it is missing or records another ``format`` than
+    :data:`SHARD_FORMAT` (none recorded: format 1)."""
     folders = {Path(f).parent for f in files}
     if len(folders) != 1:
         raise ValueError(f"shards from {len(folders)} folders: read one folder of quickdraw.write_shards")
@@ -338,7 +223,7 @@ def shard_block_size(files: Sequence[str | Path]) -> int:
             "again: quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
             "(or delete the folder and call quickdraw.write_shards)"
         )
-    return int(manifest["block_size"])
+    return manifest
 
 
 def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
@@ -350,9 +235,7 @@ def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
     return chosen
 
 
-# ------------------------------------------------------------------------------------
-# make_dataset: read -> render -> batch
-# ------------------------------------------------------------------------------------
+# --- make_dataset: read -> render -> batch ---
 @dataclass(frozen=True)
 class PipelineOptions:
     """The settings of :func:`make_dataset` beyond the everyday ones, passed to it as keywords
@@ -377,28 +260,30 @@ class PipelineOptions:
     shuffle_buffer: int = 4096  # drawings
     num_parallel_calls: int | None = None  # render threads (None: tf.data autotunes them)
     render_call_drawings: int = 2048  # at most this many drawings a render call, then rebatched
-    cycle_length: int | None = None  # files read in turn (default: every class file, 4 shards)
-    deterministic: bool = True  # the same batches in the same order for the same seed
 
     def __post_init__(self) -> None:
         if self.image_dtype not in ("float32", "uint8"):
             raise ValueError(f"image_dtype must be 'float32' or 'uint8', not {self.image_dtype!r}")
 
 
+# the options that choose the drawings (count_examples ignores the others)
+_WHICH_DRAWINGS = {"limit_per_class", "val_fraction", "split_seed", "recognized_only", "fmt", "strict",
+                   "report"}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _Reading:
     """What the read stage needs: which rows, in which order, for which input pipeline."""
 
-    source: Any
     split: str
     shuffle: bool
-    labels: LabelMap | None
+    labels: LabelMap | None  # None for shards (their records hold label indices)
     opts: PipelineOptions
-    pipelines: tuple[int, int] = (1, 0)  # (how many input pipelines, this one's id)
+    pipelines: tuple[int, int]  # (how many input pipelines, this one's id)
 
 
 def make_dataset(
-    source: str | Path | Sequence[str | Path],
+    source: Source,
     *,
     split: str = "train",
     batch_size: int = 64,
@@ -414,24 +299,15 @@ def make_dataset(
 ) -> tf.data.Dataset:
     """A batched ``tf.data.Dataset`` of ``(images, labels)`` from Quick, Draw! data.
 
-    ``source``: a directory in Kaggle (``train_simplified/*.csv``) or Google
-    (``simplified/``, ``raw/``, ``numpy_bitmap/`` or the files themselves) layout, a
-    directory of TFRecord shards, one file (e.g. ``test_simplified.csv``: labels are -1),
-    or a list of files. Images are ``float32`` in [0, 1], shape ``(image_size,
-    image_size, C)`` with C from ``encoding`` (see :mod:`quickdraw.render`);
-    labels are ``int32`` indices into ``labels`` (default :func:`resolve_labels`).
-
-    ``split``: ``"train"``, ``"val"`` or ``"all"``. ``shuffle`` defaults to True for
-    ``"train"``. ``repeat``: endless (pass ``steps_per_epoch`` to ``fit``).
-    ``input_context``: a ``tf.distribute.InputContext``, to shard by hand (with
-    ``distribute_datasets_from_function``). ``augment``: redraw every drawing under a fresh
-    random hand each time it is read (:func:`quickdraw.augment_strokes`; True: its defaults,
-    or a dict of its keyword arguments; needs strokes, not bitmaps). ``options``: the
-    settings of :class:`PipelineOptions` (limit_per_class, with_key_id, image_dtype,
-    num_parallel_calls, ...). Used in notebooks 04-08 and ``scripts/train_quickdraw.py``.
-
-    The stages: read (:func:`_read`: files, shuffle, repeat, batches of drawings) → render
-    (:func:`_render`: several batches a call) → batch (:func:`_batch`: rebatch, prefetch).
+    ``source``: a folder in Kaggle (``train_simplified/*.csv``) or Google (``simplified/``,
+    ``raw/``, ``numpy_bitmap/``) layout, a folder of TFRecord shards, one file (e.g.
+    ``test_simplified.csv``: labels are -1) or a list of files. Images ``(image_size,
+    image_size, C)``, C from ``encoding`` (:mod:`quickdraw.render`); labels index ``labels``
+    (default :func:`resolve_labels`). ``split``: ``"train"``, ``"val"`` or ``"all"``;
+    ``shuffle`` defaults to True for ``"train"``; ``repeat``: endless. ``augment``: redraw every
+    drawing under a fresh random hand each pass (:func:`quickdraw.augment_strokes`; True or a
+    dict of its keywords). ``input_context``: a ``tf.distribute.InputContext``, to shard by
+    hand. ``options``: fields of :class:`PipelineOptions`.
     """
     opts = PipelineOptions(**options)
     if split not in SPLITS:
@@ -441,22 +317,25 @@ def make_dataset(
     if input_context is not None:
         pipelines = (input_context.num_input_pipelines, input_context.input_pipeline_id)
     shuffle = split == "train" if shuffle is None else shuffle
-    reading = _Reading(source, split, shuffle, labels, opts, pipelines)
-    image_bytes = image_size * image_size * channels_of(encoding) * (4 if opts.image_dtype == "float32" else 1)
-    per_call = batch_size if augment else drawings_per_call(batch_size, image_bytes, opts.render_call_drawings)
+    label_map = None if kind == "tfrecord" else resolve_labels(source, labels, opts.fmt)
+    reading = _Reading(split, shuffle, label_map, opts, pipelines)
+    pixel_bytes = channels_of(encoding) * (4 if opts.image_dtype == "float32" else 1)
+    most = opts.render_call_drawings
+    per_call = batch_size if augment else drawings_per_call(batch_size, image_size**2 * pixel_bytes, most)
     rebatch = kind == "tfrecord" or per_call != batch_size  # shards come in whole blocks
     ds, policy = _read(kind, files, reading, per_call, repeat, drop_remainder and not rebatch)
     ds = _render(ds, kind, image_size, encoding, augment, opts)
     return _batch(ds, batch_size, rebatch, drop_remainder, policy, opts)
 
 
-_RENDER_CALL_BYTES = 16 << 20  # one render call's images at most (CHANGELOG.md: issue 33)
+_RENDER_CALL_BYTES = 16 << 20  # one render call's images at most
 
 
-def drawings_per_call(batch_size: int, image_bytes: int, most: int = PipelineOptions.render_call_drawings) -> int:
+def drawings_per_call(
+    batch_size: int, image_bytes: int, most: int = PipelineOptions.render_call_drawings
+) -> int:
     """The drawings of one render call: a whole number of batches, at most ``most`` and
-    16 MiB of images, at least one batch (every call of a ``tf.numpy_function`` costs a
-    fixed amount: several batches a call, cut into batches again by ``rebatch``)."""
+    16 MiB of images, at least one batch (each call of a ``tf.numpy_function`` has a fixed cost)."""
     cap = min(most, _RENDER_CALL_BYTES // max(1, image_bytes))
     return batch_size * max(1, cap // batch_size)
 
@@ -465,12 +344,11 @@ def _read(
     kind: str, files: list[Path], reading: _Reading, batch_size: int, repeat: bool, drop_remainder: bool
 ) -> tuple[tf.data.Dataset, Any]:
     """The read stage: batches of ``(packed strokes or bitmaps, labels, key_ids)`` of
-    ``batch_size`` rows, and the auto-shard policy. Shards are shuffled and batched as blocks
-    (the shuffle buffer in blocks) and parsed a batch of blocks at once: ``((points, lengths),
-    labels, key_ids)`` of ``batch_size // block`` whole blocks (at least one)."""
+    ``batch_size`` rows, and the auto-shard policy. Shards are shuffled and batched in whole
+    blocks: ``((points, lengths), labels, key_ids)`` of ``batch_size // block`` blocks (at least one)."""
     if kind == "tfrecord":
         files = _tfrecord_files(files, reading.split)
-        block = shard_block_size(files)  # raises on shards of an older format
+        block = int(shard_manifest(files)["block_size"])  # raises on shards of an older format
         ds, policy = _read_records(files, reading)
     else:
         block = 1  # one drawing per element
@@ -489,9 +367,8 @@ def _render(
     ds: tf.data.Dataset, kind: str, image_size: int, encoding: str, augment: bool | Mapping[str, float],
     opts: PipelineOptions,
 ) -> tf.data.Dataset:
-    """The render stage: a parallel map of a NumPy function (:func:`_image_maker`) that draws
-    each batch of the read stage into ``uint8`` images (then ``float32`` in [0, 1] unless
-    ``opts.image_dtype`` is ``"uint8"``)."""
+    """The render stage: a parallel map of :func:`_image_maker`, ``uint8`` images (then
+    ``float32`` in [0, 1] unless ``opts.image_dtype`` is ``"uint8"``)."""
     import tensorflow as tf
 
     payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
@@ -505,11 +382,12 @@ def _render(
         return tf.ensure_shape(images, [None, image_size, image_size, channels_of(encoding)]), label, key
 
     threads = opts.num_parallel_calls or tf.data.AUTOTUNE
-    return ds.map(render_map, num_parallel_calls=threads, deterministic=opts.deterministic)
+    return ds.map(render_map, num_parallel_calls=threads, deterministic=True)
 
 
 def _batch(
-    ds: tf.data.Dataset, batch_size: int, rebatch: bool, drop_remainder: bool, policy: Any, opts: PipelineOptions
+    ds: tf.data.Dataset, batch_size: int, rebatch: bool, drop_remainder: bool, policy: Any,
+    opts: PipelineOptions,
 ) -> tf.data.Dataset:
     """The batch stage: the rendered calls cut into batches of ``batch_size`` (the same drawings
     in the same order as batches drawn one by one), their shapes, prefetch, and the options."""
@@ -528,35 +406,36 @@ def _batch(
     ds = ds.map(batch_shapes).prefetch(tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = policy
-    if opts.seed is not None and opts.deterministic:
+    if opts.seed is not None:
         options.deterministic = True
     return ds.with_options(options)
 
 
+# --- The readers ---
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
-    """TFRecord shards of a split: one dataset of serialized records (blocks of drawings,
-    parsed after batching); each worker reads its own files (``FILE`` auto-sharding)."""
+    """TFRecord shards of a split: serialized blocks of drawings, parsed after batching; each
+    worker reads its own files (``FILE`` auto-sharding)."""
     import tensorflow as tf
 
     ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
     n_pipes, pipe_id = reading.pipelines
     if n_pipes > 1:
         if len(files) < n_pipes:
-            raise ValueError(f"{len(files)} shard files cannot feed {n_pipes} input pipelines; write more shards")
+            raise ValueError(
+                f"{len(files)} shard files cannot feed {n_pipes} input pipelines; write more shards"
+            )
         ds = ds.shard(n_pipes, pipe_id)
     if reading.shuffle:
         ds = ds.shuffle(len(files), seed=reading.opts.seed)
-    # one thread reads the (local) files in turn, record by record: the order of a deterministic
-    # parallel interleave at less CPU per record (CHANGELOG.md, issue 33)
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), reading.opts.cycle_length or 4))
+    # one thread reads the files in turn: a deterministic interleave at the least CPU per record
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 4))
     return ds, tf.data.experimental.AutoShardPolicy.FILE
 
 
 def _parse_blocks(ds: tf.data.Dataset) -> tf.data.Dataset:
-    """Batches of serialized blocks → ``((points, lengths), labels, key_ids)``: the blocks'
-    packed strokes (a string each), the points of each of their drawings, and the drawings'
-    labels and key_ids in a row (``parse_example`` on the batch at once; a sequential map,
-    run by the thread that asks for the next element: no hand-off between threads)."""
+    """Batches of serialized blocks → ``((points, lengths), labels, key_ids)``: each block's
+    packed strokes (one string), the points of each drawing, the drawings' labels and key_ids
+    (``parse_example`` on the batch, in the thread that asks for it: no hand-off)."""
     import tensorflow as tf
 
     spec = {
@@ -579,16 +458,14 @@ def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
     and keeps its 1/N (``DATA`` auto-sharding)."""
     import tensorflow as tf
 
-    label_map = _labels_for(reading.source, reading.labels, reading.opts.fmt, files)
-    gen = _npy_generator(label_map, reading.opts.val_fraction, reading.opts.split_seed, reading.split,
-                         reading.opts.limit_per_class, reading.opts.strict, reading.opts.report)
+    gen = _npy_generator(reading)
     sig = (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], tf.int64))
     ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
     if reading.shuffle:
         ds = ds.shuffle(len(files), seed=reading.opts.seed)
     ds = ds.interleave(
         lambda p: tf.data.Dataset.from_generator(gen, args=(p,), output_signature=sig),
-        cycle_length=min(len(files), reading.opts.cycle_length or len(files)),
+        cycle_length=len(files),
         block_length=1,
     )
     return _shard_rows(ds.unbatch(), reading), tf.data.experimental.AutoShardPolicy.DATA
@@ -596,19 +473,24 @@ def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
 def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
     """CSV or ndjson files, one per class: lines read round-robin (classes mixed from the first
-    batch on), then parsed, validated and split in Python a few hundred rows per call; every
-    worker reads all and keeps its 1/N (``DATA`` auto-sharding)."""
+    batch on), then parsed, validated and split in NumPy 256 lines a call; every worker reads
+    all and keeps its 1/N (``DATA`` auto-sharding)."""
     import tensorflow as tf
 
-    label_map = _labels_for(reading.source, reading.labels, reading.opts.fmt, files)
-    specs = _file_specs(files, reading.opts.strict, reading.opts.report)
+    o = reading.opts
+    specs = []  # (file, its CSV header or None for ndjson); CSVs without a readable header left out
+    for f in files:
+        if detect_format(f) == "ndjson":
+            specs.append((f, None))
+        elif (header := read_csv_header(f, strict=o.strict, report=o.report)) is not None:
+            specs.append((f, header))
     if not specs:
-        raise FileNotFoundError(f"no readable Quick, Draw! files in {reading.source}")
-    parse = _row_parser(specs, label_map, reading.split, reading.opts.val_fraction, reading.opts.split_seed,
-                        reading.opts.recognized_only, reading.opts.strict, reading.opts.report)
-    paths = tf.constant([str(sp.path) for sp in specs])
-    limit = reading.opts.limit_per_class
-    takes = tf.constant([-1 if limit is None else limit + (sp.header is not None) for sp in specs], tf.int64)
+        raise FileNotFoundError(f"no readable Quick, Draw! files among {[f.name for f in files][:4]}")
+    parse = _row_parser(specs, reading)
+    paths = tf.constant([str(path) for path, _ in specs])
+    limit = o.limit_per_class
+    # the first `limit` drawings: a CSV's header is one line more
+    takes = tf.constant([-1 if limit is None else limit + (h is not None) for _, h in specs], tf.int64)
 
     def lines_of(i: tf.Tensor) -> tf.data.Dataset:
         lines = tf.data.TextLineDataset(paths[i]).take(takes[i])
@@ -620,8 +502,8 @@ def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
     ds = tf.data.Dataset.range(len(specs))
     if reading.shuffle:
-        ds = ds.shuffle(len(specs), seed=reading.opts.seed)
-    ds = ds.interleave(lines_of, cycle_length=min(len(specs), reading.opts.cycle_length or len(specs)), block_length=1)
+        ds = ds.shuffle(len(specs), seed=o.seed)
+    ds = ds.interleave(lines_of, cycle_length=len(specs), block_length=1)
     ds = ds.batch(256).map(parse_map, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     return _shard_rows(ds, reading), tf.data.experimental.AutoShardPolicy.DATA
 
@@ -629,6 +511,93 @@ def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 def _shard_rows(ds: tf.data.Dataset, reading: _Reading) -> tf.data.Dataset:
     n_pipes, pipe_id = reading.pipelines
     return ds.shard(n_pipes, pipe_id) if n_pipes > 1 else ds
+
+
+# --- The NumPy functions inside the pipeline ---
+def _columns(rows: list[tuple[bytes, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``(packed strokes or bitmap, label, key_id)`` -> three arrays (a reader's output)."""
+    data, labels, keys = zip(*rows, strict=True) if rows else ((), (), ())
+    return np.array(data, dtype=object), np.array(labels, np.int32), np.array(keys, np.int64)
+
+
+def _skip(strict: bool, report: ReadReport | None, path: Path, line: int | None, reason: str) -> None:
+    """A bad row or file: raise (``strict``), else count it in ``report``."""
+    if strict:
+        raise QuickDrawFormatError(path, line, reason)
+    if report is not None:
+        report.bad(path, line, reason)
+
+
+def _parse_line(
+    path: Path, header: CsvHeader | None, line_no: int, line: bytes, labels: LabelMap | None,
+    opts: PipelineOptions,
+) -> Drawing | None:
+    """One line of a class file (``header``: a CSV's, ``None`` for ndjson) -> its drawing, or
+    ``None`` for a header, blank or bad line (bad ones raise or are reported)."""
+    if header is None:
+        return parse_ndjson_line(line, path, line_no, labels=labels, strict=opts.strict, report=opts.report)
+    if line_no == 1 or not line.strip():
+        return None
+    try:
+        row = next(csv.reader([line.decode("utf-8")]))
+    except (csv.Error, UnicodeDecodeError) as exc:
+        _skip(opts.strict, opts.report, path, line_no, f"malformed CSV ({exc})")
+        return None
+    # a test file's header has no word column: its labels are -1
+    return parse_csv_row(row, header, path, line_no, labels=labels, strict=opts.strict, report=opts.report)
+
+
+def _row_parser(specs: list[tuple[Path, CsvHeader | None]], reading: _Reading) -> Callable[..., tuple]:
+    """A NumPy function: (file index, line index, line) batches -> the rows of the split."""
+    o = reading.opts
+
+    def parse(fidx: np.ndarray, lidx: np.ndarray, lines: np.ndarray) -> tuple[np.ndarray, ...]:
+        rows = []
+        for i, j, line in zip(fidx.tolist(), lidx.tolist(), lines.tolist(), strict=True):
+            path, header = specs[i]
+            d = _parse_line(path, header, j + 1, line, reading.labels, o)
+            if d is None or (o.recognized_only and not d.recognized):
+                continue
+            if _in_split(d.key_id, reading.split, o.val_fraction, o.split_seed):
+                rows.append((pack_strokes(d.strokes), d.label, d.key_id))
+        return _columns(rows)
+
+    return parse
+
+
+CHUNK = 16  # rows per generator call
+
+
+def _npy_generator(reading: _Reading) -> Callable[[bytes], Iterator[tuple[np.ndarray, ...]]]:
+    """A generator function: a ``.npy`` file's name -> its rows of the split, ``CHUNK`` at a time."""
+    o = reading.opts
+
+    def gen(path: bytes) -> Iterator[tuple[np.ndarray, ...]]:
+        p = Path(path.decode())
+        word = google_name(p.stem)
+        label = reading.labels.get(word)  # type: ignore[union-attr]
+        if label is None:
+            _skip(o.strict, o.report, p, None, f"unknown class name {word!r}")
+            return
+        arr = read_npy_bitmaps(p, strict=o.strict, report=o.report, mmap=True)
+        n = len(arr) if o.limit_per_class is None else min(o.limit_per_class, len(arr))
+        keys = [npy_key_id(word, r) for r in range(n)]
+        rows = [r for r in range(n) if _in_split(keys[r], reading.split, o.val_fraction, o.split_seed)]
+        for a in range(0, len(rows), CHUNK):
+            yield _columns([(arr[r].tobytes(), label, keys[r]) for r in rows[a : a + CHUNK]])
+
+    return gen
+
+
+def _resize_bitmap_batch(raw: np.ndarray, size: int) -> np.ndarray:
+    import cv2
+
+    interpolation = cv2.INTER_AREA if size < 28 else cv2.INTER_LINEAR
+    out = np.empty((len(raw), size, size, 1), np.uint8)
+    for i, data in enumerate(raw):
+        img = np.frombuffer(data, np.uint8).reshape(28, 28)
+        out[i, :, :, 0] = img if size == 28 else cv2.resize(img, (size, size), interpolation=interpolation)
+    return out
 
 
 def _image_maker(
@@ -651,7 +620,8 @@ def _image_maker(
 
         def redrawn(*batch: np.ndarray) -> np.ndarray:
             packed = _block_drawings(*batch) if payload == "blocks" else batch[0]
-            return render_batch(augment_strokes([unpack_strokes(d) for d in packed], rng, **hand), image_size, **style)
+            drawings = augment_strokes([unpack_strokes(d) for d in packed], rng, **hand)
+            return render_batch(drawings, image_size, **style)
 
         return redrawn
     if payload == "strokes":
@@ -660,123 +630,4 @@ def _image_maker(
         return lambda blocks, lengths: render_packed_blocks(blocks.tolist(), lengths, image_size, **style)
     if encoding != "plain":
         raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
-    return lambda b: _resize_bitmap_batch(b, image_size, 1)
-
-
-CHUNK = 16  # rows per generator call
-
-
-def _chunks(rows: Iterator[tuple[bytes, int, int]]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    buf: list[tuple[bytes, int, int]] = []
-    for row in rows:
-        buf.append(row)
-        if len(buf) == CHUNK:
-            yield _stack(buf)
-            buf = []
-    if buf:
-        yield _stack(buf)
-
-
-def _stack(buf: list[tuple[bytes, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    data, labels, keys = zip(*buf, strict=True)
-    return np.array(data, dtype=object), np.array(labels, np.int32), np.array(keys, np.int64)
-
-
-@dataclass(frozen=True)
-class _FileSpec:
-    path: Path
-    header: CsvHeader | None  # None: ndjson
-    is_test: bool
-
-
-def _file_specs(files: list[Path], strict: bool, report: ReadReport | None) -> list[_FileSpec]:
-    specs = []
-    for f in files:
-        if detect_format(f) == "kaggle_csv":
-            hdr = read_csv_header(f, strict=strict, report=report)
-            if hdr is not None:
-                specs.append(_FileSpec(f, hdr, hdr.word is None))
-        else:
-            specs.append(_FileSpec(f, None, False))
-    return specs
-
-
-def _row_parser(
-    specs: list[_FileSpec],
-    labels: LabelMap | None,
-    split: str,
-    val_fraction: float,
-    split_seed: int,
-    recognized_only: bool,
-    strict: bool,
-    report: ReadReport | None,
-):
-    """A NumPy function: (file index, line index, line text) batches -> packed drawings."""
-
-    def parse(fidx: np.ndarray, lidx: np.ndarray, lines: np.ndarray):
-        n = len(lines)
-        packed = np.full(n, b"", dtype=object)
-        out_labels = np.full(n, -1, np.int32)
-        keys = np.zeros(n, np.int64)
-        ok = np.zeros(n, bool)
-        for r in range(n):
-            spec = specs[int(fidx[r])]
-            line_no = int(lidx[r]) + 1
-            line = lines[r]
-            if spec.header is not None:
-                if line_no == 1 or not line.strip():
-                    continue  # the header; blank lines
-                try:
-                    row = next(csv.reader([line.decode("utf-8")]))
-                except (csv.Error, UnicodeDecodeError) as exc:
-                    if strict:
-                        raise QuickDrawFormatError(spec.path, line_no, f"malformed CSV ({exc})") from None
-                    if report is not None:
-                        report.bad(spec.path, line_no, f"malformed CSV ({exc})")
-                    continue
-                d = parse_csv_row(
-                    row,
-                    spec.header,
-                    spec.path,
-                    line_no,
-                    labels=None if spec.is_test else labels,
-                    strict=strict,
-                    report=report,
-                )
-            else:
-                d = parse_ndjson_line(line, spec.path, line_no, labels=labels, strict=strict, report=report)
-            if d is None or (recognized_only and not d.recognized):
-                continue
-            if _in_split(d.key_id, split, val_fraction, split_seed):
-                packed[r] = pack_strokes(d.strokes)
-                out_labels[r] = d.label
-                keys[r] = d.key_id
-                ok[r] = True
-        return packed[ok], out_labels[ok], keys[ok]
-
-    return parse
-
-
-def _npy_generator(labels, val_fraction, split_seed, split, limit, strict, report):
-    def gen(path: bytes):
-        p = Path(path.decode() if isinstance(path, bytes) else str(path))
-        word = google_name(p.stem)
-        label = labels.get(word) if labels is not None else -1
-        if label is None:
-            if strict:
-                from quickdraw.formats import QuickDrawFormatError
-
-                raise QuickDrawFormatError(p, None, f"unknown class name {word!r}")
-            if report is not None:
-                report.bad(p, None, f"unknown class name {word!r}")
-            return
-        arr = read_npy_bitmaps(p, strict=strict, report=report, mmap=True)
-        n = len(arr) if limit is None else min(limit, len(arr))
-        rows = (
-            (np.ascontiguousarray(arr[r]).tobytes(), label, npy_key_id(word, r))
-            for r in range(n)
-            if _in_split(npy_key_id(word, r), split, val_fraction, split_seed)
-        )
-        yield from _chunks(rows)
-
-    return gen
+    return lambda b: _resize_bitmap_batch(b, image_size)

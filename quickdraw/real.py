@@ -1,22 +1,12 @@
 """The real test set shipped with the course: Google's own drawings of the built-in classes.
 
-``data/real/`` holds, byte for byte, the first 25 drawings of Google's ``simplified``
-file of every built-in class (``data/real/simplified/<class>.ndjson``) and, for five of
-them, the first drawings of the ``raw`` file with their timings
-(``data/real/raw/<class>.ndjson``; raw line *i* is simplified line *i*). The data is
-Google's Quick, Draw! dataset, CC BY 4.0; ``data/README.md`` gives the attribution and
-where each file came from, ``data/real/manifest.json`` the size, drawing count and
-SHA-256 of every file (checked by :func:`verify_real_test_set` and the tests).
-
-A model trained only on the built-in doodles is scored on these drawings: the
-sim-to-real gap of notebook 06 and ``scripts/check_sim_to_real.py``. Never train on them.
-
-    import quickdraw as qd
-    x, y, names = qd.load_real_test(image_size=32)       # float32 images, int64 labels
-    qd.make_dataset(qd.real_test_dir(), split="all", shuffle=False, image_size=32)
-
-The set was made once from a folder laid out like the course authors' sample
-(``python -m quickdraw.real build /path/to/quickdraw-sample``). Used in notebook 06.
+``data/real/simplified/<class>.ndjson`` holds, byte for byte, the first 25 drawings of
+Google's ``simplified`` file of every built-in class; ``data/real/raw/`` the first raw lines
+(with timings) of five of them. Google's Quick, Draw! dataset, CC BY 4.0: ``data/README.md``
+gives the attribution and sources, ``data/real/manifest.json`` each file's size, drawings and
+SHA-256 (:func:`verify_real_test_set`). A model trained on the built-in doodles is scored on
+them (the sim-to-real gap of notebook 06); never train on them. Made once with
+``python -m quickdraw.real build <quickdraw-sample folder>``.
 """
 
 from __future__ import annotations
@@ -64,11 +54,8 @@ class RealDataError(RuntimeError):
 
 
 def real_test_dir(kind: str = "simplified", root: str | Path | None = None) -> Path:
-    """``data/real/simplified`` (25 drawings per built-in class) or ``data/real/raw``.
-
-    Pass it to ``make_dataset`` or the readers like any Google ndjson folder; its
-    ``labels.json`` holds the built-in classes in label order. Used in notebook 06.
-    """
+    """``data/real/simplified`` (25 drawings per built-in class) or ``data/real/raw``: a Google
+    ndjson folder with ``labels.json`` (the built-in classes). Used in notebook 06."""
     if kind not in ("simplified", "raw"):
         raise ValueError(f"kind must be 'simplified' or 'raw', not {kind!r}")
     return Path(root or REAL_DIR) / kind
@@ -150,10 +137,8 @@ def build_real_test_set(
     raw_per_class: int = RAW_PER_CLASS,
 ) -> Path:
     """Copy the real test set out of a sample folder laid out like the course authors'
-    (``<sample>/lamnguyen5464__Sketch-dataset/data/<class>.ndjson``, ...): whole
-    simplified files, the first ``raw_per_class`` lines of the raw ones, byte for byte,
-    plus ``labels.json``, ``manifest.json`` and ``LICENSE``. Run once by course authors;
-    nothing in the course calls it."""
+    (:data:`SOURCES`): whole simplified files, the first ``raw_per_class`` lines of the raw
+    ones, byte for byte, with ``labels.json``, ``manifest.json`` and ``LICENSE``."""
     from quickdraw.synthetic import CLASSES
 
     sample, out = Path(sample), Path(out or REAL_DIR)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_download_ndjson_with_limit_and_cache(tmp_path) -> None:
 
     def opener(url: str):
         calls.append(url)
-        return download._default_opener(url)
+        return urllib.request.urlopen(url)
 
     download.download_google(
         ["circle"], tmp_path, limit_per_class=2, base_url=BASE, opener=opener, progress=False

@@ -17,7 +17,6 @@ from quickdraw.labels import LabelMap
 from quickdraw.pipeline import (
     count_examples,
     iter_examples,
-    key_fraction,
     make_dataset,
     pack_strokes,
     resolve_labels,
@@ -36,7 +35,6 @@ def test_split_is_a_fixed_function_of_key_id() -> None:
     val = [split_of(int(k), 0.1) == "val" for k in keys]
     assert 0.09 < np.mean(val) < 0.11
     assert [split_of(int(k), 0.1) for k in keys[:50]] == [split_of(int(k), 0.1) for k in keys[:50]]
-    assert all(0 <= key_fraction(int(k)) < 1 for k in keys[:100])
     other = [split_of(int(k), 0.1, seed=1) == "val" for k in keys]
     assert val != other  # split_seed gives another split
     small = [split_of(int(k), 0.05) == "val" for k in keys]
@@ -304,13 +302,13 @@ def test_counts_are_parsed_once_and_kept_in_a_manifest(tmp_path, monkeypatch) ->
 
     data = shutil.copytree(KAGGLE, tmp_path / "kaggle")
     parsed: list[str] = []
-    real_iter_one = pipeline._iter_one
+    real_iter_file = pipeline.iter_file
 
-    def counting_iter_one(path, *args):  # noqa: ANN001, ANN202 - a spy on the parser
+    def counting_iter_file(path, **kwargs):  # noqa: ANN001, ANN202 - a spy on the parser
         parsed.append(Path(path).name)
-        return real_iter_one(path, *args)
+        return real_iter_file(path, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_iter_one", counting_iter_one)
+    monkeypatch.setattr(pipeline, "iter_file", counting_iter_file)
     by_reading = sum(1 for _ in iter_examples(data, split="train"))  # the control: a full read
     parsed.clear()
     n_train = count_examples(data, split="train")
@@ -338,12 +336,15 @@ def test_counts_are_parsed_once_and_kept_in_a_manifest(tmp_path, monkeypatch) ->
 def test_shard_counts_come_from_the_shard_manifest(tmp_path) -> None:
     import json
 
-    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"")
-    (tmp_path / "val-00000-of-00001.tfrecord").write_bytes(b"")
-    manifest = {"files": {"train": ["train-00000-of-00001.tfrecord"], "val": ["val-00000-of-00001.tfrecord"]},
-                "counts": {"train": 7, "val": 2}}  # fmt: skip
+    from quickdraw.pipeline import SHARD_FORMAT
+
+    names = {s: [f"{s}-0000{i}-of-00002.tfrecord" for i in range(2)] for s in ("train", "val")}
+    for name in names["train"] + names["val"]:
+        (tmp_path / name).write_bytes(b"")
+    manifest = {"format": SHARD_FORMAT, "files": names, "counts_per_shard": {"train": [4, 3], "val": [2, 0]}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     assert [count_examples(tmp_path, split=s) for s in ("train", "val", "all")] == [7, 2, 9]  # files not read
+    assert count_examples([tmp_path / names["train"][1]], split="train") == 3  # a list of shard files
 
 
 @pytestmark_tf
@@ -365,35 +366,12 @@ def test_write_shards_in_worker_processes_gives_the_same_shards(builtin: Path, t
         write_shards(KAGGLE, tmp_path / "strict", num_shards=1, progress=False, workers=2, strict=True)
 
 
-def _rewrite_in_older_format(path: Path, old_format: int) -> None:
-    """A shard file of blocks (format 3) rewritten as format 1 (one drawing per record) or
-    2 (blocks holding a string per drawing), as earlier versions wrote them."""
-    import tensorflow as tf
-
-    from quickdraw.pipeline import _block_drawings
-    from quickdraw.shards import _example
-
-    blocks = [tf.train.Example.FromString(r.numpy()).features.feature for r in tf.data.TFRecordDataset(str(path))]
-    with tf.io.TFRecordWriter(str(path)) as w:
-        for b in blocks:
-            drawings = _block_drawings(b["points"].bytes_list.value, b["lengths"].int64_list.value)
-            labels, keys = b["labels"].int64_list.value, b["key_ids"].int64_list.value
-            if old_format == 1:
-                for d, y, k in zip(drawings, labels, keys, strict=True):
-                    w.write(_example(d, y, k))
-                continue
-            feature = {"drawings": tf.train.Feature(bytes_list=tf.train.BytesList(value=drawings)),
-                       "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=labels)),
-                       "key_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=keys))}  # fmt: skip
-            w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-
-
 @pytestmark_tf
 def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     """Each shard holds each class's share to within one drawing (read back from the files),
     also for uneven classes; ensure_shards reuses matching shards, rewrites changed ones or
-    ones of an older format (which make_dataset refuses), and a non-writer waits for them
-    (and gives up after its timeout)."""
+    ones of an older format (which make_dataset and count_examples refuse), and a non-writer
+    waits for them (and gives up after its timeout)."""
     import json
 
     import tensorflow as tf
@@ -421,21 +399,20 @@ def test_shards_are_class_balanced_and_written_once(tmp_path) -> None:
     assert ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, write=False)[0] == changed
     with pytest.raises(TimeoutError):
         ensure_shards(src, tmp_path / "s", num_shards=3, write=False, wait_seconds=0.2)
-    # shards of format 1 (one drawing per record) and 2 (blocks, a string per drawing): refused
-    # by make_dataset with the way out, written again by ensure_shards (their manifest's format)
+    # shards whose manifest records format 1 (none recorded) or 2: refused by make_dataset and
+    # count_examples with the way out, written again by ensure_shards
     for old_format in (1, 2):
-        for name in changed["files"]["train"] + changed["files"]["val"]:
-            _rewrite_in_older_format(tmp_path / "s" / name, old_format)
-        old = {k: v for k, v in changed.items() if k not in ("format", "block_size")}
-        if old_format == 2:
-            old |= {"format": 2, "block_size": changed["block_size"]}
+        old = {k: v for k, v in changed.items() if k != "format"} | ({"format": 2} if old_format == 2 else {})
         (tmp_path / "s" / "manifest.json").write_text(json.dumps(old))
         with pytest.raises(ValueError, match=f"format {old_format} .*ensure_shards"):
             make_dataset(tmp_path / "s", split="train")
+        with pytest.raises(ValueError, match=f"format {old_format} .*ensure_shards"):
+            count_examples(tmp_path / "s", split="train")
         again, written = ensure_shards(src, tmp_path / "s", num_shards=4, val_fraction=0.2, progress=False)
         assert written and again == changed
-    (tmp_path / "s" / "manifest.json").unlink()  # without it, the drawings are counted in the blocks
-    assert count_examples(tmp_path / "s", split="train", val_fraction=0.2) == changed["counts"]["train"]
+    (tmp_path / "s" / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="no manifest"):
+        count_examples(tmp_path / "s", split="train")
 
 
 def test_kaggle_scale_class_sizes_are_uneven_and_exact() -> None:
