@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from infra import rehearsal
+from infra.startup_log import quiet_startup
 from utils.devices import (
     WORKER_DEVICES_VAR,
     DeviceConfigError,
@@ -162,18 +163,20 @@ def prepare(logical_devices: int = 2) -> DevicePlan:
     """A notebook kernel's devices, before its lesson starts; returns the plan for ``utils.setup``.
 
     The setup cell runs ``utils.setup(chapter=N, plan=infra.devices.prepare(logical_devices=M))``.
-    First quiet C++ logs, oneDNN's CPU kernels on every x86 CPU (TensorFlow turns them on by itself
-    only on the newest; notebooks 03, 06 and 09 show them; children inherit it) and the GPU
-    rehearsal if asked for; then the plan for the GPUs found, applied once per process; TF32 off.
+    First quiet C++ logs (and the start-up notices the log level misses: infra.startup_log),
+    oneDNN's CPU kernels on every x86 CPU (TensorFlow turns them on by itself only on the newest;
+    notebooks 03, 06 and 09 show them; children inherit it) and the GPU rehearsal if asked for;
+    then the plan for the GPUs found, applied once per process; TF32 off.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    rehearsed = rehearsal.activate()
-    plan = plan_devices(detect_gpus(), logical_devices)
-    if rehearsed:
-        plan = replace(plan, rehearsal=rehearsal.describe())
-    apply_plan(plan)
-    exact_float32()  # the notebooks compare float32 results across setups to 1e-5
+    with quiet_startup():  # TensorFlow's native start-up notices, which the log level misses
+        rehearsed = rehearsal.activate()
+        plan = plan_devices(detect_gpus(), logical_devices)
+        if rehearsed:
+            plan = replace(plan, rehearsal=rehearsal.describe())
+        apply_plan(plan)
+        exact_float32()  # the notebooks compare float32 results across setups to 1e-5
     return plan
 
 
