@@ -1,19 +1,15 @@
 """Quick, Draw! data for the capstone (notebooks 04-08): real formats, built-in doodles, tf.data.
 
-Layers, each importing only those before it: :mod:`~quickdraw.formats` (Google's and Kaggle's
-files) and :mod:`~quickdraw.render` (strokes to images) → the sources (:mod:`~quickdraw.synthetic`
-doodles, the shipped :mod:`~quickdraw.real` test set, :mod:`~quickdraw.download`) →
-:mod:`~quickdraw.pipeline` (``make_dataset``; TensorFlow only when called) →
-:mod:`~quickdraw.shards` (a one-time shuffle into TFRecord shards) and :mod:`~quickdraw.arrays`
-(a split rendered once into NumPy arrays)::
+Layers, each importing only those before it: ``formats`` (the files) and ``render`` (strokes to
+images) → the sources (``synthetic`` doodles, the shipped ``real`` test set, ``download``) →
+``pipeline`` (``make_dataset``; TensorFlow only when called) → ``shards`` (a one-time shuffle
+into TFRecord files) and ``arrays`` (a split rendered once into NumPy arrays)::
 
     import quickdraw as qd
     path = qd.ensure_builtin_data("smoke")            # Kaggle layout under data/builtin/
     train = qd.make_dataset(path, split="train", image_size=32, batch_size=64)
     steps = qd.count_examples(path, split="train") // 64
     x = qd.doodle_arrays("smoke", "train").x          # (N, 28, 28, 1) float32, cached
-
-``quickdraw/README.md`` says more.
 """
 
 from quickdraw.arrays import doodle_arrays

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,19 +78,14 @@ def doodle_arrays(
 
 
 def _write_cache(arrays: DoodleArrays, cache: Path, stale: Iterable[Path]) -> None:
-    """Save ``arrays`` as ``cache`` atomically, then remove the ``stale`` files (older data's)."""
+    """Save ``arrays`` as ``cache`` at once (a rename), then remove the ``stale`` files (older data's)."""
     cache.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache.parent, suffix=".npz")
-    os.close(fd)
-    try:
-        np.savez(tmp, x=arrays.x, y=arrays.y, class_names=np.array(arrays.class_names))
-        os.replace(tmp, cache)
-        for old in stale:
-            if old != cache:
-                old.unlink(missing_ok=True)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    tmp = cache.with_name(f".{cache.stem}-{os.getpid()}.npz")  # a dot file: never taken for a cache
+    np.savez(tmp, x=arrays.x, y=arrays.y, class_names=np.array(arrays.class_names))
+    os.replace(tmp, cache)
+    for old in stale:
+        if old != cache:
+            old.unlink(missing_ok=True)
 
 
 def data_fingerprint(path: str | os.PathLike[str]) -> str:

@@ -19,19 +19,6 @@ MANIFEST_NAME = ".counts.json"
 _FORMAT = "quickdraw-counts/1"
 
 
-def settings_key(
-    val_fraction: float,
-    split_seed: int,
-    limit_per_class: int | None,
-    recognized_only: bool,
-    labels: Sequence[str],
-) -> str:
-    """The split settings a count depends on, as one string (the manifest's key)."""
-    names = hashlib.sha1("\n".join(labels).encode()).hexdigest()[:12]
-    return (f"val={val_fraction!r};seed={split_seed};limit={limit_per_class};"
-            f"recognized={recognized_only};labels={names}")  # fmt: skip
-
-
 def manifest_path(root: Path) -> Path:
     """``root/.counts.json`` when ``root`` is writable, else a file under ``build/cache``."""
     if os.access(root, os.W_OK):
@@ -65,11 +52,13 @@ def _write(manifest: Path, data: dict) -> None:
 
 
 def split_counts(
-    files: Sequence[Path], key: str, count_file: Callable[[Path], dict[str, int]], root: Path | None = None
+    files: Sequence[Path], settings: dict, count_file: Callable[[Path], dict[str, int]],
+    root: Path | None = None,
 ) -> dict[str, int]:
-    """Train / val / all counts summed over ``files``, from the manifest where it has them;
-    ``count_file(path)`` (one parse of the file) for the others, whose results are added
-    to the manifest. ``key``: :func:`settings_key`. Used by ``count_examples``."""
+    """Train / val / all counts summed over ``files``, from the manifest where it has them for
+    these ``settings`` (what the counts depend on, JSON), else by ``count_file(path)`` (one parse
+    of the file), whose results are added to the manifest. Used by ``count_examples``."""
+    key = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
     files = [Path(f) for f in files]
     root = Path(root) if root is not None else Path(os.path.commonpath([str(f.parent) for f in files]))
     manifest = manifest_path(root)

@@ -42,7 +42,6 @@ https://www.kaggle.com/c/{KAGGLE_COMPETITION} and the `kaggle` command line tool
 then ``make_dataset("data/kaggle", ...)`` reads train_simplified/<word>.csv (340 classes)."""
 
 _CACHE = ".downloads.json"
-Opener = Callable[[str], IO[bytes]]
 
 
 def google_url(category: str, kind: str = "simplified", base_url: str = GOOGLE_BASE_URL) -> str:
@@ -50,13 +49,6 @@ def google_url(category: str, kind: str = "simplified", base_url: str = GOOGLE_B
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {sorted(KINDS)}, not {kind!r}")
     return f"{base_url.rstrip('/')}/{kind}/{quote(google_name(category))}{KINDS[kind]}"
-
-
-def _read_cache(folder: Path) -> dict[str, Any]:
-    try:
-        return json.loads((folder / _CACHE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
 
 
 def _cached(entry: dict[str, Any] | None, path: Path, limit: int | None) -> bool:
@@ -106,7 +98,7 @@ def download_google(
     kind: str = "simplified",
     limit_per_class: int | None = 1000,
     base_url: str = GOOGLE_BASE_URL,
-    opener: Opener | None = None,
+    opener: Callable[[str], IO[bytes]] | None = None,
     progress: bool = True,
     overwrite: bool = False,
 ) -> dict[str, Path]:
@@ -119,13 +111,14 @@ def download_google(
     from tqdm.auto import tqdm
 
     names = [google_name(c) for c in categories]
-    known = set(google_categories())
-    unknown = [n for n in names if n not in known]
-    if unknown:
+    if unknown := [n for n in names if n not in google_categories()]:
         raise ValueError(f"not Quick, Draw! categories: {unknown}")
     folder = Path(dest) / kind
     folder.mkdir(parents=True, exist_ok=True)
-    cache = _read_cache(folder)
+    try:
+        cache = json.loads((folder / _CACHE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
     opener = opener or partial(urllib.request.urlopen, timeout=60)
     out: dict[str, Path] = {}
     for name in tqdm(names, desc=f"download {kind}", unit="class", disable=not progress):
@@ -160,11 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true", help="print the category names and exit")
     p.add_argument("--kaggle", action="store_true", help="print how to get Kaggle's files and exit")
     args = p.parse_args(argv)
-    if args.list:
-        print("\n".join(google_categories()))
-        return 0
-    if args.kaggle or not args.categories:
-        print(KAGGLE_INSTRUCTIONS)
+    if args.list or args.kaggle or not args.categories:
+        print("\n".join(google_categories()) if args.list else KAGGLE_INSTRUCTIONS)
         return 0
     files = download_google(args.categories, args.dest, kind=args.kind, limit_per_class=args.limit)
     for name, path in files.items():

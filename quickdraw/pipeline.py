@@ -20,14 +20,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from quickdraw.augment import augment_strokes
-from quickdraw.counts import settings_key, split_counts
+from quickdraw.counts import split_counts
 from quickdraw.formats import (
     CsvHeader,
     Drawing,
@@ -98,8 +98,7 @@ def _block_drawings(blocks: Sequence[bytes], lengths: Sequence[int]) -> list[byt
 
 # --- Sources, labels and counts (no TensorFlow) ---
 def resolve_source(source: Source, fmt: str | None = None) -> tuple[str, list[Path], Path | None]:
-    """``(kind, files, root)``: kind ``csv_ndjson``, ``npy`` or ``tfrecord``; root ``None`` for
-    a list of files."""
+    """``(kind, files, root)``: kind ``csv_ndjson``, ``npy`` or ``tfrecord``; root None for a list."""
     if isinstance(source, (str, Path)):
         root: Path | None = Path(source)
         if root.is_file():
@@ -149,22 +148,17 @@ def iter_examples(
     labels = resolve_labels(source, labels, o.fmt)
     for path in files:
         for d in iter_file(path, labels=labels, strict=o.strict, report=o.report, limit=o.limit_per_class):
-            if d.recognized or not o.recognized_only:
-                if _in_split(d.key_id, split, o.val_fraction, o.split_seed):
-                    yield d.strokes, d.label, d.key_id
+            if _in_split(d.key_id, split, o.val_fraction, o.split_seed):
+                yield d.strokes, d.label, d.key_id
 
 
 def count_examples(
     source: Source, *, split: str = "train", labels: LabelMap | None = None, **options: Any
 ) -> int:
-    """How many examples :func:`make_dataset` yields per pass with the same arguments (those
-    that do not choose drawings are ignored), for ``steps_per_epoch``.
-
-    Class files are parsed once: the counts of every split go into a manifest beside the
-    data (:mod:`quickdraw.counts`) that later calls and the other workers of a job read;
-    ``strict=True`` or a ``report=`` reads the data again. Shards: the counts in their
-    ``manifest.json``. Used in notebooks 06, 08 and ``scripts/train_quickdraw.py``.
-    """
+    """How many examples :func:`make_dataset` yields per pass with the same arguments, for
+    ``steps_per_epoch``: from shards' manifest, or class files parsed once and their counts kept
+    (:mod:`quickdraw.counts`; ``strict=True`` or a ``report=`` reads them again). Used in
+    notebooks 06, 08 and ``scripts/train_quickdraw.py``."""
     options = {k: v for k, v in options.items() if k in _WHICH_DRAWINGS}
     o = PipelineOptions(**options)
     if split not in SPLITS:
@@ -186,17 +180,15 @@ def count_examples(
     if o.strict or o.report is not None:
         return sum(1 for _ in iter_examples(source, split=split, labels=labels, **options))
     labels = resolve_labels(source, labels, o.fmt)
-    key = settings_key(o.val_fraction, o.split_seed, o.limit_per_class, o.recognized_only, labels.names)
 
     def count_file(path: Path) -> dict[str, int]:
         c = {"train": 0, "val": 0, "all": 0}
         for d in iter_file(path, labels=labels, limit=o.limit_per_class):
-            if d.recognized or not o.recognized_only:
-                c["all"] += 1
-                c[split_of(d.key_id, o.val_fraction, o.split_seed)] += 1
+            c["all"] += 1
+            c[split_of(d.key_id, o.val_fraction, o.split_seed)] += 1
         return c
 
-    return split_counts(files, key, count_file, root)[split]
+    return split_counts(files, {**asdict(o), "labels": labels.names}, count_file, root)[split]
 
 
 SHARD_FORMAT = 3  # blocks of drawings, a block's points in one string
@@ -219,17 +211,14 @@ def shard_manifest(files: Sequence[str | Path]) -> dict[str, Any]:
     if fmt != SHARD_FORMAT:
         raise ValueError(
             f"{path.parent} holds shards of format {fmt} ({_OLDER_SHARDS.get(fmt, 'unknown')}); this version "
-            f"reads format {SHARD_FORMAT}. Write them "
-            "again: quickdraw.ensure_shards(source, out_dir, ...) rewrites shards of an older format "
-            "(or delete the folder and call quickdraw.write_shards)"
+            f"reads format {SHARD_FORMAT}. Write them again: quickdraw.ensure_shards(source, out_dir, ...) "
+            "rewrites shards of an older format (or delete the folder and call quickdraw.write_shards)"
         )
     return manifest
 
 
 def _tfrecord_files(files: list[Path], split: str) -> list[Path]:
-    if split == "all":
-        return files
-    chosen = [f for f in files if f.name.startswith(split + "-")]
+    chosen = [f for f in files if split == "all" or f.name.startswith(split + "-")]
     if not chosen:
         raise FileNotFoundError(f"no {split}-*.tfrecord shards among {[f.name for f in files][:4]}")
     return chosen
@@ -246,13 +235,10 @@ class PipelineOptions:
     limit_per_class: int | None = None  # at most this many drawings of each class file
     val_fraction: float = 0.1  # about this share of the key_ids is the "val" split
     split_seed: int = 0  # another seed, other key_ids in "val"
-    recognized_only: bool = False  # only drawings the game recognised
     fmt: str | None = None  # which format of a folder holding several (find_class_files)
     strict: bool = False  # a bad row raises (when iterating), else it is skipped
     report: ReadReport | None = None  # counts the bad rows; read it after a full pass
     # how they are drawn and what a batch holds
-    layout: str = "google"  # quickdraw.render's layout and line width
-    line_width: float | None = None
     image_dtype: str = "float32"  # "uint8": pixels 0-255, to be scaled in the training step
     with_key_id: bool = False  # batches of (images, labels, key_ids)
     # order and speed
@@ -267,8 +253,7 @@ class PipelineOptions:
 
 
 # the options that choose the drawings (count_examples ignores the others)
-_WHICH_DRAWINGS = {"limit_per_class", "val_fraction", "split_seed", "recognized_only", "fmt", "strict",
-                   "report"}  # fmt: skip
+_WHICH_DRAWINGS = {"limit_per_class", "val_fraction", "split_seed", "fmt", "strict", "report"}
 
 
 @dataclass(frozen=True)
@@ -305,7 +290,7 @@ def make_dataset(
     image_size, C)``, C from ``encoding`` (:mod:`quickdraw.render`); labels index ``labels``
     (default :func:`resolve_labels`). ``split``: ``"train"``, ``"val"`` or ``"all"``;
     ``shuffle`` defaults to True for ``"train"``; ``repeat``: endless. ``augment``: redraw every
-    drawing under a fresh random hand each pass (:func:`quickdraw.augment_strokes`; True or a
+    drawing under a fresh random hand each pass (:func:`quickdraw.augment_strokes`: True or a
     dict of its keywords). ``input_context``: a ``tf.distribute.InputContext``, to shard by
     hand. ``options``: fields of :class:`PipelineOptions`.
     """
@@ -343,9 +328,8 @@ def drawings_per_call(
 def _read(
     kind: str, files: list[Path], reading: _Reading, batch_size: int, repeat: bool, drop_remainder: bool
 ) -> tuple[tf.data.Dataset, Any]:
-    """The read stage: batches of ``(packed strokes or bitmaps, labels, key_ids)`` of
-    ``batch_size`` rows, and the auto-shard policy. Shards are shuffled and batched in whole
-    blocks: ``((points, lengths), labels, key_ids)`` of ``batch_size // block`` blocks (at least one)."""
+    """The read stage: batches of ``batch_size`` ``(packed strokes or bitmaps, labels, key_ids)``
+    (shards: ``((points, lengths), labels, key_ids)`` of whole blocks), and the auto-shard policy."""
     if kind == "tfrecord":
         files = _tfrecord_files(files, reading.split)
         block = int(shard_manifest(files)["block_size"])  # raises on shards of an older format
@@ -372,7 +356,7 @@ def _render(
     import tensorflow as tf
 
     payload = {"npy": "bitmaps", "tfrecord": "blocks"}.get(kind, "strokes")
-    to_images = _image_maker(payload, augment, image_size, encoding, opts)
+    to_images = _image_maker(payload, augment, image_size, encoding, opts.seed)
 
     def render_map(data: tf.Tensor | tuple[tf.Tensor, tf.Tensor], label: tf.Tensor, key: tf.Tensor):
         inputs = list(data) if isinstance(data, tuple) else [data]  # blocks: (points, lengths)
@@ -389,8 +373,7 @@ def _batch(
     ds: tf.data.Dataset, batch_size: int, rebatch: bool, drop_remainder: bool, policy: Any,
     opts: PipelineOptions,
 ) -> tf.data.Dataset:
-    """The batch stage: the rendered calls cut into batches of ``batch_size`` (the same drawings
-    in the same order as batches drawn one by one), their shapes, prefetch, and the options."""
+    """The batch stage: render calls cut into batches of ``batch_size``, shapes, prefetch, options."""
     import tensorflow as tf
 
     if rebatch:
@@ -413,8 +396,7 @@ def _batch(
 
 # --- The readers ---
 def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
-    """TFRecord shards of a split: serialized blocks of drawings, parsed after batching; each
-    worker reads its own files (``FILE`` auto-sharding)."""
+    """TFRecord shards: serialized blocks of drawings; each worker its own files (``FILE``)."""
     import tensorflow as tf
 
     ds = tf.data.Dataset.from_tensor_slices([str(f) for f in files])
@@ -433,9 +415,8 @@ def _read_records(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
 
 def _parse_blocks(ds: tf.data.Dataset) -> tf.data.Dataset:
-    """Batches of serialized blocks → ``((points, lengths), labels, key_ids)``: each block's
-    packed strokes (one string), the points of each drawing, the drawings' labels and key_ids
-    (``parse_example`` on the batch, in the thread that asks for it: no hand-off)."""
+    """Batches of serialized blocks → ``((points, lengths), labels, key_ids)``: ``parse_example``
+    on the batch, in the thread that asks for it (no hand-off between threads)."""
     import tensorflow as tf
 
     spec = {
@@ -454,8 +435,7 @@ def _parse_blocks(ds: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
-    """``.npy`` bitmaps: a generator per file, files interleaved; every worker reads all
-    and keeps its 1/N (``DATA`` auto-sharding)."""
+    """``.npy`` bitmaps: a generator per file, files interleaved; ``DATA`` auto-sharding."""
     import tensorflow as tf
 
     gen = _npy_generator(reading)
@@ -472,9 +452,8 @@ def _read_bitmaps(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset
 
 
 def _read_strokes(files: list[Path], reading: _Reading) -> tuple[tf.data.Dataset, Any]:
-    """CSV or ndjson files, one per class: lines read round-robin (classes mixed from the first
-    batch on), then parsed, validated and split in NumPy 256 lines a call; every worker reads
-    all and keeps its 1/N (``DATA`` auto-sharding)."""
+    """CSV or ndjson class files: lines read round-robin (classes mixed from the first batch on),
+    parsed and split in NumPy 256 lines a call; ``DATA`` auto-sharding."""
     import tensorflow as tf
 
     o = reading.opts
@@ -515,7 +494,7 @@ def _shard_rows(ds: tf.data.Dataset, reading: _Reading) -> tf.data.Dataset:
 
 # --- The NumPy functions inside the pipeline ---
 def _columns(rows: list[tuple[bytes, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``(packed strokes or bitmap, label, key_id)`` -> three arrays (a reader's output)."""
+    """Rows ``(packed strokes or bitmap, label, key_id)`` -> a reader's three arrays."""
     data, labels, keys = zip(*rows, strict=True) if rows else ((), (), ())
     return np.array(data, dtype=object), np.array(labels, np.int32), np.array(keys, np.int64)
 
@@ -532,8 +511,7 @@ def _parse_line(
     path: Path, header: CsvHeader | None, line_no: int, line: bytes, labels: LabelMap | None,
     opts: PipelineOptions,
 ) -> Drawing | None:
-    """One line of a class file (``header``: a CSV's, ``None`` for ndjson) -> its drawing, or
-    ``None`` for a header, blank or bad line (bad ones raise or are reported)."""
+    """A class file's line (``header``: the CSV's; None: ndjson) -> its drawing, or None (skipped)."""
     if header is None:
         return parse_ndjson_line(line, path, line_no, labels=labels, strict=opts.strict, report=opts.report)
     if line_no == 1 or not line.strip():
@@ -556,9 +534,7 @@ def _row_parser(specs: list[tuple[Path, CsvHeader | None]], reading: _Reading) -
         for i, j, line in zip(fidx.tolist(), lidx.tolist(), lines.tolist(), strict=True):
             path, header = specs[i]
             d = _parse_line(path, header, j + 1, line, reading.labels, o)
-            if d is None or (o.recognized_only and not d.recognized):
-                continue
-            if _in_split(d.key_id, reading.split, o.val_fraction, o.split_seed):
+            if d is not None and _in_split(d.key_id, reading.split, o.val_fraction, o.split_seed):
                 rows.append((pack_strokes(d.strokes), d.label, d.key_id))
         return _columns(rows)
 
@@ -601,33 +577,31 @@ def _resize_bitmap_batch(raw: np.ndarray, size: int) -> np.ndarray:
 
 
 def _image_maker(
-    payload: str, augment: bool | Mapping[str, float], image_size: int, encoding: str, opts: PipelineOptions
+    payload: str, augment: bool | Mapping[str, float], image_size: int, encoding: str, seed: int | None
 ) -> Callable[..., np.ndarray]:
-    """The NumPy function that turns a batch of packed strokes (``payload="strokes"``), of
-    shard blocks (``"blocks"``: two arguments, the blocks and their drawings' lengths) - both
-    rendered, redrawn first when ``augment`` - or of bitmaps (``"bitmaps"``, resized) into
-    ``uint8`` images."""
+    """The NumPy function from a batch of ``payload`` (``"strokes"``, ``"blocks"``: blocks and
+    lengths, or ``"bitmaps"``, resized) to ``uint8`` images; strokes redrawn first with ``augment``."""
     import cv2
 
     cv2.setNumThreads(1)  # one OpenCV thread per call: tf.data already renders in parallel
-    style = dict(encoding=encoding, layout=opts.layout, line_width=opts.line_width)
+    style = dict(size=image_size, encoding=encoding)
     if augment:
         if payload == "bitmaps":
             raise ValueError("augment redraws strokes: numpy bitmaps carry none")
         hand = {} if augment is True else dict(augment)
         augment_strokes([], np.random.default_rng(0), **hand)  # bad settings fail here, not in tf.data
-        rng = np.random.default_rng(opts.seed)
+        rng = np.random.default_rng(seed)
 
         def redrawn(*batch: np.ndarray) -> np.ndarray:
             packed = _block_drawings(*batch) if payload == "blocks" else batch[0]
             drawings = augment_strokes([unpack_strokes(d) for d in packed], rng, **hand)
-            return render_batch(drawings, image_size, **style)
+            return render_batch(drawings, **style)
 
         return redrawn
     if payload == "strokes":
-        return lambda packed: render_packed_batch(list(packed), image_size, **style)
+        return lambda packed: render_packed_batch(list(packed), **style)
     if payload == "blocks":
-        return lambda blocks, lengths: render_packed_blocks(blocks.tolist(), lengths, image_size, **style)
+        return lambda points, lengths: render_packed_blocks(points.tolist(), lengths, **style)
     if encoding != "plain":
         raise ValueError("numpy bitmaps carry no stroke order or time: use encoding='plain'")
     return lambda b: _resize_bitmap_batch(b, image_size)

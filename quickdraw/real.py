@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +37,8 @@ SOURCES = {
         "dir": "lamnguyen5464__Sketch-dataset/data",
         "repository": "https://github.com/lamnguyen5464/Sketch-dataset",
         "commit": "51bbdbb35220f1639cd219f926b619e490201518",
-        "origin": "https://storage.googleapis.com/quickdraw_dataset/full/simplified/<class>.ndjson, lines 1-25",
+        "origin": "https://storage.googleapis.com/quickdraw_dataset/full/simplified/<class>.ndjson"
+        ", lines 1-25",
     },
     "raw": {
         "dir": "borismus__exupery/public/sketches",
@@ -61,48 +61,33 @@ def real_test_dir(kind: str = "simplified", root: str | Path | None = None) -> P
     return Path(root or REAL_DIR) / kind
 
 
-def read_real_test(
-    kind: str = "simplified", *, root: str | Path | None = None, recognized_only: bool = False
-) -> list[Drawing]:
+def read_real_test(kind: str = "simplified") -> list[Drawing]:
     """Every drawing of the shipped real test set, class by class in label order, with
     ``label`` set. ``strict`` reading: a damaged file raises. Used in notebook 06."""
-    folder = real_test_dir(kind, root)
+    folder = real_test_dir(kind)
     labels = LabelMap.load(folder)
     out: list[Drawing] = []
     for name in labels:
         path = folder / f"{name}.ndjson"
-        if not path.is_file():
-            continue  # raw files exist for a few classes only
-        out.extend(
-            d for d in read_ndjson(path, labels=labels, strict=True) if d.recognized or not recognized_only
-        )
+        if path.is_file():  # raw files exist for a few classes only
+            out.extend(read_ndjson(path, labels=labels, strict=True))
     if not out:
         raise RealDataError(f"no drawings in {folder}")
     return out
 
 
 def load_real_test(
-    image_size: int = 32,
-    *,
-    encoding: str = "plain",
-    kind: str = "simplified",
-    root: str | Path | None = None,
-    recognized_only: bool = False,
+    image_size: int = 32, *, encoding: str = "plain"
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The real test set as arrays: ``float32`` images ``(N, size, size, C)`` in [0, 1],
     ``int64`` labels and the class names, rendered like ``make_dataset`` renders.
     Runs without TensorFlow. Used in notebook 06 and ``scripts/check_sim_to_real.py``."""
     from quickdraw.render import render
 
-    drawings = read_real_test(kind, root=root, recognized_only=recognized_only)
+    drawings = read_real_test()
     images = np.stack([render(d.strokes, image_size, encoding=encoding) for d in drawings])
     labels = np.array([d.label for d in drawings], np.int64)
-    names = list(LabelMap.load(real_test_dir(kind, root)))
-    return images.astype(np.float32) / 255.0, labels, names
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return images.astype(np.float32) / 255.0, labels, list(LabelMap.load(real_test_dir()))
 
 
 def verify_real_test_set(root: str | Path | None = None) -> dict:
@@ -120,31 +105,25 @@ def verify_real_test_set(root: str | Path | None = None) -> dict:
         path = root / rel
         if not path.is_file():
             raise RealDataError(f"{path} is missing")
-        if path.stat().st_size != entry["bytes"] or _sha256(path) != entry["sha256"]:
+        data = path.read_bytes()
+        if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise RealDataError(f"{path} differs from the manifest (size or SHA-256)")
-        lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+        lines = sum(1 for line in data.splitlines() if line.strip())
         if lines != entry["drawings"]:
             raise RealDataError(f"{path}: {lines} drawings, the manifest says {entry['drawings']}")
     return manifest
 
 
-def build_real_test_set(
-    sample: str | Path,
-    out: str | Path | None = None,
-    *,
-    classes: Sequence[str] | None = None,
-    raw_classes: Sequence[str] = RAW_CLASSES,
-    raw_per_class: int = RAW_PER_CLASS,
-) -> Path:
+def build_real_test_set(sample: str | Path, out: str | Path | None = None) -> Path:
     """Copy the real test set out of a sample folder laid out like the course authors'
-    (:data:`SOURCES`): whole simplified files, the first ``raw_per_class`` lines of the raw
+    (:data:`SOURCES`): whole simplified files, the first :data:`RAW_PER_CLASS` lines of the raw
     ones, byte for byte, with ``labels.json``, ``manifest.json`` and ``LICENSE``."""
     from quickdraw.synthetic import CLASSES
 
     sample, out = Path(sample), Path(out or REAL_DIR)
-    classes = list(classes or CLASSES)
+    classes = list(CLASSES)
     files: dict[str, dict] = {}
-    for kind, names, limit in (("simplified", classes, None), ("raw", list(raw_classes), raw_per_class)):
+    for kind, names, limit in (("simplified", classes, None), ("raw", list(RAW_CLASSES), RAW_PER_CLASS)):
         src_dir = sample / SOURCES[kind]["dir"]
         dst_dir = out / kind
         dst_dir.mkdir(parents=True, exist_ok=True)
@@ -183,17 +162,14 @@ def build_real_test_set(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m quickdraw.real build <sample>`` or ``... verify``."""
-    p = argparse.ArgumentParser(description="The course's shipped real Quick, Draw! test set")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="copy it out of a quickdraw-sample folder")
-    b.add_argument("sample", type=Path)
-    b.add_argument("--out", type=Path, default=REAL_DIR)
-    sub.add_parser("verify", help="check the files against manifest.json")
+    """``python -m quickdraw.real build <sample folder> [--out DIR]``: build the set, then verify it."""
+    p = argparse.ArgumentParser(description="Copy the course's real Quick, Draw! test set out of a sample")
+    p.add_argument("command", choices=["build"])
+    p.add_argument("sample", type=Path, help="a quickdraw-sample folder")
+    p.add_argument("--out", type=Path, default=REAL_DIR)
     args = p.parse_args(argv)
-    if args.cmd == "build":
-        print(f"wrote {build_real_test_set(args.sample, args.out)}")
-    m = verify_real_test_set(args.out if args.cmd == "build" else None)
+    print(f"wrote {build_real_test_set(args.sample, args.out)}")
+    m = verify_real_test_set(args.out)
     n = sum(f["drawings"] for f in m["files"].values())
     print(f"ok: {len(m['files'])} files, {n} drawings, {len(m['classes'])} classes ({m['licence']})")
     return 0

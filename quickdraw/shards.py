@@ -1,16 +1,13 @@
 """One-time "shuffle into K shards": Quick, Draw! class files -> shuffled TFRecord shards.
 
-The class files are sorted by class, so a shuffle buffer alone mixes classes poorly.
-:func:`write_shards` reads every class file once and deals its drawings out to the shards of
-their split in turn (split by key_id, as in ``make_dataset``): every shard holds each class's
-share to within one drawing. Each shard is then shuffled and written as
-``<split>-<i>-of-<K>.tfrecord`` in blocks: a record (``tf.train.Example``) holds ``block_size``
-drawings, ``points`` (their :func:`~quickdraw.pipeline.pack_strokes`, end to end), ``lengths``,
-``labels`` and ``key_ids``, so reading pays each per-record cost once a block. Both steps run
-in ``workers`` processes. ``manifest.json`` records the ``format`` (:data:`SHARD_FORMAT`), which
-``make_dataset`` checks; :func:`ensure_shards` writes shards once and rewrites those of another
-format. ``make_dataset(out_dir)`` reads them with ``FILE`` auto-sharding: write at least as many
-shards as there are workers. Used in notebooks 06, 08, ``scripts/train_quickdraw.py``, benchmarks.
+Class files are sorted by class, so a shuffle buffer alone mixes classes poorly.
+:func:`write_shards` deals each class file's drawings out to the shards of their split in turn
+(every shard holds each class's share to within one drawing), shuffles each shard and writes
+it as ``<split>-<i>-of-<K>.tfrecord`` in blocks: a record holds ``block_size`` drawings
+(``points``: their :func:`~quickdraw.pipeline.pack_strokes` end to end; ``lengths``, ``labels``,
+``key_ids``), so reading pays each per-record cost once a block. ``manifest.json`` records the
+``format`` (:data:`SHARD_FORMAT`), which ``make_dataset`` checks. Used in notebooks 06, 08,
+``scripts/train_quickdraw.py`` (through :func:`ensure_shards`) and the benchmarks.
 """
 
 from __future__ import annotations
@@ -68,7 +65,6 @@ def write_shards(
     seed: int = 42,
     labels: LabelMap | None = None,
     limit_per_class: int | None = None,
-    recognized_only: bool = False,
     strict: bool = False,
     report: ReadReport | None = None,
     progress: bool = True,
@@ -91,8 +87,8 @@ def write_shards(
     labels = resolve_labels(source, labels, fmt)
     out = Path(out_dir)
     opts = dict(num_shards=num_shards, val_fraction=val_fraction, split_seed=split_seed, seed=seed,
-                labels=list(labels.names), limit_per_class=limit_per_class, recognized_only=recognized_only,
-                strict=strict, tmp=str(out / ".unshuffled"), want_report=report is not None)  # fmt: skip
+                labels=list(labels.names), limit_per_class=limit_per_class, strict=strict,
+                tmp=str(out / ".unshuffled"), want_report=report is not None)  # fmt: skip
     workers = (os.cpu_count() or 1) if workers is None else max(1, workers)
     counts, per_class = _write_in_workers(files, opts, out, len(labels), block_size, workers, progress,
                                           report)  # fmt: skip
@@ -101,7 +97,6 @@ def write_shards(
         "format": SHARD_FORMAT,
         "block_size": block_size,
         **{k: opts[k] for k in ("num_shards", "val_fraction", "split_seed", "seed", "limit_per_class")},
-        "recognized_only": recognized_only,
         "source": [str(Path(f).resolve()) for f in files],
         "files": {s: [shard_name(s, i, num_shards) for i in range(num_shards)] for s in counts},
         "counts": {s: sum(c) for s, c in counts.items()},
@@ -116,10 +111,8 @@ def _write_in_workers(
     files: list[Path], opts: dict[str, Any], out: Path, n_labels: int, block_size: int, workers: int,
     progress: bool, report: ReadReport | None,
 ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """The two phases of :func:`write_shards` in ``workers`` processes (1: in this one):
-    every class file dealt out to the shards (:func:`_split_file`), then every shard shuffled
-    and written (:func:`_shuffle_shard`), through pieces in ``opts["tmp"]`` (removed after).
-    Returns the drawings per shard and per class, by split."""
+    """The two phases of :func:`write_shards` in ``workers`` processes (1: this one), through
+    pieces in ``opts["tmp"]``; returns the drawings per shard and per class, by split."""
     from tqdm.auto import tqdm
 
     shutil.rmtree(opts["tmp"], ignore_errors=True)
@@ -153,10 +146,8 @@ def _write_in_workers(
 
 
 def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], int], ReadReport | None]:
-    """Phase 1, one class file: its drawings dealt out to the shards of their split in turn,
-    from a random first shard per split (so each shard gets the class's share to within
-    one drawing), as pieces ``<tmp>/<split>-<shard>/<file index>.tfrecord``. Returns counts
-    per (split, shard, label). Runs in a worker process."""
+    """Phase 1, one class file: its drawings dealt out to the shards of their split in turn, as
+    pieces ``<tmp>/<split>-<shard>/<file index>.tfrecord``; returns counts per (split, shard, label)."""
     import tensorflow as tf
 
     path, index, o = job
@@ -168,8 +159,7 @@ def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], 
     turn = {s: int(rng.integers(o["num_shards"])) for s in ("train", "val")}
     try:
         rows = iter_examples([path], labels=LabelMap(o["labels"]), strict=o["strict"], report=report,
-                             limit_per_class=o["limit_per_class"],
-                             recognized_only=o["recognized_only"])  # fmt: skip
+                             limit_per_class=o["limit_per_class"])  # fmt: skip
         for strokes, label, key_id in rows:
             split = split_of(key_id, o["val_fraction"], o["split_seed"])
             where = (split, turn[split])
