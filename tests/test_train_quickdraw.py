@@ -289,6 +289,7 @@ def test_tta_and_ensemble_of_saved_models(tiny_data: Path, tmp_path: Path) -> No
     import tensorflow as tf
 
     import quickdraw as qd
+    from quickdraw.labels import kaggle_name
 
     common = ["--data", str(tiny_data), *TINY, "--shards", "2", "--epochs", "1", "--max-steps", "4"]
     run_script(*common, "--checkpoint-dir", str(tmp_path / "a"), "--seed", "1")
@@ -307,7 +308,7 @@ def test_tta_and_ensemble_of_saved_models(tiny_data: Path, tmp_path: Path) -> No
         probs = sum(tf.nn.softmax(m(v, training=False)).numpy()
                     for m in models for v in (images, tf.image.flip_left_right(images))) / 4  # fmt: skip
         for key, p in zip(keys.numpy(), probs, strict=True):
-            expected[int(key)] = [labels.kaggle(i) for i in np.argsort(-p, kind="stable")[:3]]
+            expected[int(key)] = [kaggle_name(labels[i]) for i in np.argsort(-p, kind="stable")[:3]]
     with out.open(newline="") as f:
         written = {int(r["key_id"]): r["word"].split(" ") for r in csv.DictReader(f)}
     assert written.keys() == expected.keys()
