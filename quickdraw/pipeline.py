@@ -238,7 +238,7 @@ class PipelineOptions:
     fmt: str | None = None  # which format of a folder holding several (find_class_files)
     strict: bool = False  # a bad row raises (when iterating), else it is skipped
     report: ReadReport | None = None  # counts the bad rows; read it after a full pass
-    # how they are drawn and what a batch holds
+    # what a batch holds
     image_dtype: str = "float32"  # "uint8": pixels 0-255, to be scaled in the training step
     with_key_id: bool = False  # batches of (images, labels, key_ids)
     # order and speed
