@@ -70,7 +70,7 @@ def _in_split(key_id: int, split: str, val_fraction: float, seed: int) -> bool:
 
 def pack_strokes(strokes: Sequence[np.ndarray]) -> bytes:
     """Strokes -> bytes: float32 rows ``(x, y, t, stroke_index)`` (t = -1 when absent), the form
-    drawings take in tf.data and in shards; :func:`quickdraw.render.render_packed` draws it."""
+    drawings take in tf.data and in shards; :func:`quickdraw.render.render_packed_batch` draws it."""
     points = strokes[0] if len(strokes) == 1 else np.concatenate(strokes)
     a = np.empty((len(points), 4), np.float32)
     a[:, :2] = points[:, :2]
