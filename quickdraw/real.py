@@ -82,10 +82,10 @@ def load_real_test(
     """The real test set as arrays: ``float32`` images ``(N, size, size, C)`` in [0, 1],
     ``int64`` labels and the class names, rendered like ``make_dataset`` renders.
     Runs without TensorFlow. Used in notebook 06 and ``scripts/check_sim_to_real.py``."""
-    from quickdraw.render import render
+    from quickdraw.render import render_batch
 
     drawings = read_real_test()
-    images = np.stack([render(d.strokes, image_size, encoding=encoding) for d in drawings])
+    images = render_batch([d.strokes for d in drawings], image_size, encoding=encoding)
     labels = np.array([d.label for d in drawings], np.int64)
     return images.astype(np.float32) / 255.0, labels, list(LabelMap.load(real_test_dir()))
 

@@ -305,7 +305,7 @@ def load_arrays(n: int, *, image_size: int = 28, seed: int = 0) -> tuple[np.ndar
     balanced, in an order shuffled by ``seed``. Runs under NumPy 1.23 too; used by the
     Horovod scripts of notebook 07 (``infra.horovod_job``).
     """
-    from quickdraw.render import render
+    from quickdraw.render import render_batch
 
     if n < 1:
         raise ValueError(f"need n >= 1, got {n}")
@@ -314,6 +314,6 @@ def load_arrays(n: int, *, image_size: int = 28, seed: int = 0) -> tuple[np.ndar
     # round-robin over classes so that the first n are balanced, then shuffle
     drawings = [drawings[c * per + i] for i in range(per) for c in range(len(CLASSES))][:n]
     order = np.random.default_rng(seed).permutation(n)
-    images = np.stack([render(drawings[i][0], image_size) for i in order])
+    images = render_batch([drawings[i][0] for i in order], image_size)
     labels = np.array([drawings[i][1] for i in order], np.int64)
     return images.astype(np.float32) / 255.0, labels, list(CLASSES)
