@@ -265,7 +265,7 @@ class LocalCluster:
                 if self.network is not None:  # `ip netns exec <host> ...`
                     env.update(self.network.task_env())
                     argv = self.network.command(name, command)
-                with open(self._workdir / f"{name}.log", "wb") as log:
+                with open(self._log_path(name), "wb") as log:
                     self._procs[name] = start_child(argv, env=env, cwd=PROJECT_ROOT, stdout=log,
                                                     stderr=subprocess.STDOUT, text=False)
                 with open(self._workdir / "pgids", "a") as pgids:  # read by _remove_after_owner
@@ -275,10 +275,13 @@ class LocalCluster:
             raise
         return self
 
+    def _log_path(self, name: str) -> Path:
+        return self._workdir / f"{name.replace(':', '-')}.log"  # worker-0.log: no colon in a file name
+
     def _read_log(self, name: str) -> str:
         if self._workdir is not None:
             with contextlib.suppress(FileNotFoundError):
-                self._logs[name] = (self._workdir / f"{name}.log").read_bytes().decode("utf-8", "replace")
+                self._logs[name] = self._log_path(name).read_bytes().decode("utf-8", "replace")
         return self._logs.get(name, "")
 
     def logs(self) -> dict[str, str]:
