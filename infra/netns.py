@@ -32,7 +32,6 @@ import itertools
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -59,6 +58,7 @@ from infra.links import (
     transfer_seconds,
 )
 from infra.process import find_command as _tool
+from infra.process import kill_until_gone
 from infra.watchdog import Lifetime, orphans, owner_tag
 from utils.config import PROJECT_ROOT
 
@@ -154,14 +154,7 @@ def _delete_namespaces(*names: str) -> None:
     for name in sorted(names, key=lambda n: n.endswith("-sw")):
         if not os.path.exists(f"/run/netns/{name}"):
             continue
-        for _ in range(50):
-            pids = namespace_pids(name)
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.02)
+        kill_until_gone(functools.partial(namespace_pids, name), tries=50)
         subprocess.run([_ip(), "netns", "delete", name], capture_output=True, text=True)
 
 

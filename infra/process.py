@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +157,23 @@ def stop_children(procs: Sequence[subprocess.Popen[Any]], grace_seconds: float =
 def stop_child(proc: subprocess.Popen[Any], grace_seconds: float = 3.0) -> None:
     """End one child started by :func:`start_child` and everything it started."""
     stop_children([proc], grace_seconds)
+
+
+def kill_until_gone(find: Callable[[], Iterable[int]], tries: int) -> set[int]:
+    """SIGKILL the processes ``find()`` lists, again and again until it lists none (a dying one may
+    still fork) or ``tries`` rounds passed; returns the pids killed. Used by ``infra.netns`` (what
+    runs in a namespace) and ``infra.slurm`` (a cluster's or a node's daemons)."""
+    killed: set[int] = set()
+    for _ in range(tries):
+        pids = set(find())
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= pids
+        time.sleep(0.05)
+    return killed
 
 
 @dataclass

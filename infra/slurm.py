@@ -24,7 +24,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -39,7 +38,7 @@ import psutil
 from infra import netns
 from infra.cluster import free_ports
 from infra.netns import VirtualNetwork
-from infra.process import ProcessResult, run_command, start_child, stop_children
+from infra.process import ProcessResult, kill_until_gone, run_command, start_child, stop_children
 from infra.process import find_command as _tool
 from infra.watchdog import Lifetime, orphans, owner_tag
 
@@ -180,27 +179,11 @@ def cluster_processes(root: str | os.PathLike[str], spare: Iterable[int] = ()) -
     return sorted((_marked(str(root)) | _stepds(Path(root))) - set(spare))
 
 
-def _kill_all(find: Callable[[], list[int]], tries: int) -> set[int]:
-    """SIGKILL what ``find()`` lists until it lists nothing (a dying slurmstepd may still fork);
-    returns the pids killed."""
-    killed: set[int] = set()
-    for _ in range(tries):
-        pids = find()
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        killed |= set(pids)
-        time.sleep(0.05)
-    return killed
-
-
 def remove_cluster(root: str | os.PathLike[str], spare: Iterable[int] = ()) -> None:
     """Kill every process of the cluster in ``root``, then delete the folder; idempotent. Run by
     :meth:`SlurmCluster.stop`, its guardian and :func:`reap_orphans`."""
     spare = set(spare)
-    _kill_all(lambda: cluster_processes(root, spare), tries=100)
+    kill_until_gone(lambda: cluster_processes(root, spare), tries=100)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -396,7 +379,7 @@ class SlurmCluster:
         proc = self._daemons.get(f"slurmd.{node}")
         if proc is not None:
             stop_children([proc], grace_seconds=0)
-        killed = _kill_all(lambda: self.node_processes(node), tries=50)
+        killed = kill_until_gone(lambda: self.node_processes(node), tries=50)
         deadline = time.monotonic() + 10  # an exiting process has no environment left to be found by
         while (left := [pid for pid in killed if _alive(pid)]) and time.monotonic() < deadline:
             time.sleep(0.05)
