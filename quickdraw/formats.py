@@ -340,7 +340,7 @@ def _header(
 def parse_csv_row(
     row: list[str], hdr: CsvHeader, path: str | Path, line: int, *, labels: LabelMap | None = None,
     strict: bool = False, report: ReadReport | None = None, word: str | None = None,
-) -> Drawing | None:  # fmt: skip
+) -> Drawing | None:
     """One Kaggle CSV row -> :class:`Drawing`, or None (counted in ``report``) when bad.
 
     Shared by :func:`read_kaggle_csv` and the tf.data pipeline. ``line`` is 1-based.
@@ -364,13 +364,13 @@ def parse_csv_row(
         report.ok()
     country, recognized, time = (row[i] if i is not None else None for i in hdr.metadata)
     return Drawing(w, key_id, strokes, country or "", recognized is None or _parse_bool(recognized),
-                   time or "", label)  # fmt: skip
+                   time or "", label)
 
 
 def read_kaggle_csv(
     path: str | Path, *, labels: LabelMap | None = None, strict: bool = False,
     report: ReadReport | None = None, limit: int | None = None, word: str | None = None,
-) -> Iterator[Drawing]:  # fmt: skip
+) -> Iterator[Drawing]:
     """Yield the drawings of a Kaggle ``train_simplified/<word>.csv`` or ``test_simplified.csv``.
 
     ``word`` fills in the class when the file has no ``word`` column (test file: leave
@@ -427,7 +427,7 @@ def parse_ndjson_line(
     line: bytes | str, path: str | Path, line_no: int, *, raw: bool | None = None,
     normalise: bool = True, labels: LabelMap | None = None, strict: bool = False,
     report: ReadReport | None = None, last: bool = False,
-) -> Drawing | None:  # fmt: skip
+) -> Drawing | None:
     """One Google ``.ndjson`` line -> :class:`Drawing`, or None when blank or bad.
 
     ``last=True`` with no newline at the end marks a line that may have been cut off.
@@ -468,7 +468,7 @@ def parse_ndjson_line(
 def read_ndjson(
     path: str | Path, *, raw: bool | None = None, normalise: bool = True, labels: LabelMap | None = None,
     strict: bool = False, report: ReadReport | None = None, limit: int | None = None,
-) -> Iterator[Drawing]:  # fmt: skip
+) -> Iterator[Drawing]:
     """Yield the drawings of a Google ``simplified/`` or ``raw/`` ``.ndjson`` file.
 
     ``raw=None`` detects raw data (three lists a stroke). Raw strokes are normalised into
@@ -482,7 +482,7 @@ def read_ndjson(
             if limit is not None and line_no > limit:
                 break
             d = parse_ndjson_line(line, path, line_no, raw=raw, normalise=normalise, labels=labels,
-                                  strict=strict, report=report, last=True)  # fmt: skip
+                                  strict=strict, report=report, last=True)
             if d is not None:
                 yield d
 
@@ -558,7 +558,7 @@ def npy_key_id(word: str, row: int) -> int:
 # --- Directory layouts
 FORMAT_SUFFIXES = {".csv": "kaggle_csv", ".ndjson": "ndjson", ".npy": "npy"}
 NOT_CLASS_FILES = {"test_simplified.csv", "test_raw.csv", "test_solution.csv", "sample_submission.csv",
-                   "submission.csv"}  # fmt: skip
+                   "submission.csv"}
 
 
 def detect_format(path: str | Path) -> str:
@@ -600,7 +600,7 @@ def find_class_files(root: str | Path, fmt: str | None = None) -> dict[str, Path
 def iter_file(
     path: str | Path, *, labels: LabelMap | None = None, strict: bool = False,
     report: ReadReport | None = None, limit: int | None = None,
-) -> Iterator[Drawing]:  # fmt: skip
+) -> Iterator[Drawing]:
     """Yield the drawings of one ``.csv`` or ``.ndjson`` file (format from its suffix)."""
     kind = detect_format(path)
     if kind == "kaggle_csv":

@@ -34,12 +34,12 @@ def class_sizes(rows: int, num_classes: int) -> list[int]:
 
 
 def write_kaggle_scale(root: str | Path, rows: int, *, classes: Sequence[str] = CLASSES, pool: int = 200,
-                       test_per_class: int = 0, seed: int = 7) -> Path:  # fmt: skip
+                       test_per_class: int = 0, seed: int = 7) -> Path:
     """Write ``rows`` training rows and ``test_per_class`` test drawings a class in Kaggle's
     layout under ``root`` (once: reused while ``manifest.json`` matches); return ``root``."""
     root = Path(root)
     want = {"rows": rows, "pool": pool, "test_per_class": test_per_class, "seed": seed,
-            "generator_version": GENERATOR_VERSION, "classes": list(classes)}  # fmt: skip
+            "generator_version": GENERATOR_VERSION, "classes": list(classes)}
     manifest = root / "manifest.json"
     if manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")) == want:
         return root

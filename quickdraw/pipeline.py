@@ -97,6 +97,11 @@ def _block_drawings(blocks: Sequence[bytes], lengths: Sequence[int]) -> list[byt
 
 
 # --- Sources, labels and counts (no TensorFlow) ---
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+
+
 def resolve_source(source: Source, fmt: str | None = None) -> tuple[str, list[Path], Path | None]:
     """``(kind, files, root)``: kind ``csv_ndjson``, ``npy`` or ``tfrecord``; root None for a list."""
     if isinstance(source, (str, Path)):
@@ -140,8 +145,7 @@ def iter_examples(
     :func:`make_dataset` filters them (``options``: :class:`PipelineOptions` such as
     ``limit_per_class``, ``strict``, ``report``). Used in notebook 06 and the shards."""
     o = PipelineOptions(**options)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    _check_split(split)
     kind, files, _ = resolve_source(source, o.fmt)
     if kind != "csv_ndjson":
         raise ValueError(f"iter_examples reads .csv/.ndjson files, not {kind}")
@@ -161,14 +165,13 @@ def count_examples(
     notebooks 06, 08 and ``scripts/train_quickdraw.py``."""
     options = {k: v for k, v in options.items() if k in _WHICH_DRAWINGS}
     o = PipelineOptions(**options)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    _check_split(split)
     kind, files, root = resolve_source(source, o.fmt)
     if kind == "tfrecord":
         manifest, chosen = shard_manifest(files), {f.name for f in _tfrecord_files(files, split)}
         per_shard = manifest["counts_per_shard"]
         return sum(n for s in per_shard for f, n in zip(manifest["files"][s], per_shard[s], strict=True)
-                   if f in chosen)  # fmt: skip
+                   if f in chosen)
     if kind == "npy":
         n = 0
         for p in files:
@@ -295,8 +298,7 @@ def make_dataset(
     hand. ``options``: fields of :class:`PipelineOptions`.
     """
     opts = PipelineOptions(**options)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    _check_split(split)
     kind, files, _ = resolve_source(source, opts.fmt)
     pipelines = (1, 0)
     if input_context is not None:

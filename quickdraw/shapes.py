@@ -581,7 +581,7 @@ def lightning(rng: Rng) -> list[Stroke]:
         pts = seg(
             (w * 0.5, -1), (-w * 0.6, k * 0.3), (0.0 + u(rng, -0.05, 0.1), k), (-w * 0.5, 1),
             (w * 0.7, -k * 0.3), (0.05 + u(rng, -0.1, 0.05), -k * 0.6), (w, -1),
-        )  # fmt: skip
+        )
         return rotate(polygon(rng, jitter(rng, pts, 0.04), closure=0.05), lean)
     n = int(rng.integers(3, 6))  # a zigzag line
     xs = np.where(np.arange(n + 1) % 2 == 0, u(rng, 0.25, 0.6), -u(rng, 0.25, 0.6))
@@ -666,7 +666,7 @@ def mountain(rng: Rng) -> list[Stroke]:
     if maybe(rng, 0.25):  # a snow cap
         x, y = p[np.argmin(p[:, 1])]
         strokes.append(seg((x - 0.25, y + 0.35), (x - 0.1, y + 0.25), (x, y + 0.4),
-                           (x + 0.1, y + 0.25), (x + 0.25, y + 0.35)))  # fmt: skip
+                           (x + 0.1, y + 0.25), (x + 0.25, y + 0.35)))
     if k > 1 and maybe(rng, 0.15):  # the ground (under one peak it would make a triangle)
         strokes.append(seg((-1.1, 1.0), (1.1, 1.0)))
     if maybe(rng, 0.08):  # a sun
@@ -875,4 +875,4 @@ TEMPLATES: dict[str, Callable[[Rng], list[Stroke]]] = {
     for f in (apple, bowtie, candle, circle, cloud, diamond, door, envelope, eye, eyeglasses, fish, house,
               ice_cream, ladder, lightning, line, lollipop, moon, mountain, rainbow, smiley_face, snowman,
               square, star, sun, triangle, umbrella, wine_glass)
-}  # fmt: skip
+}

@@ -88,10 +88,10 @@ def write_shards(
     out = Path(out_dir)
     opts = dict(num_shards=num_shards, val_fraction=val_fraction, split_seed=split_seed, seed=seed,
                 labels=list(labels.names), limit_per_class=limit_per_class, strict=strict,
-                tmp=str(out / ".unshuffled"), want_report=report is not None)  # fmt: skip
+                tmp=str(out / ".unshuffled"), want_report=report is not None)
     workers = (os.cpu_count() or 1) if workers is None else max(1, workers)
     counts, per_class = _write_in_workers(files, opts, out, len(labels), block_size, workers, progress,
-                                          report)  # fmt: skip
+                                          report)
     labels.save(out / "labels.json")
     manifest = {
         "format": SHARD_FORMAT,
@@ -134,9 +134,9 @@ def _write_in_workers(
             if report is not None and file_report is not None:
                 report.merge(file_report)
         shard_jobs = [(opts["tmp"], str(out), s, i, num_shards, opts["seed"], block_size)
-                      for s in counts for i in range(num_shards)]  # fmt: skip
+                      for s in counts for i in range(num_shards)]
         list(tqdm(mapper(_shuffle_shard, shard_jobs), total=len(shard_jobs), desc="shuffle shards",
-                  unit="shard", disable=not progress))  # fmt: skip
+                  unit="shard", disable=not progress))
     finally:
         if pool is not None:
             pool.terminate()  # stops the workers also after an error or Ctrl-C
@@ -159,7 +159,7 @@ def _split_file(job: tuple[str, int, dict]) -> tuple[dict[tuple[str, int, int], 
     turn = {s: int(rng.integers(o["num_shards"])) for s in ("train", "val")}
     try:
         rows = iter_examples([path], labels=LabelMap(o["labels"]), strict=o["strict"], report=report,
-                             limit_per_class=o["limit_per_class"])  # fmt: skip
+                             limit_per_class=o["limit_per_class"])
         for strokes, label, key_id in rows:
             split = split_of(key_id, o["val_fraction"], o["split_seed"])
             where = (split, turn[split])
@@ -185,7 +185,7 @@ def _shuffle_shard(job: tuple[str, str, str, int, int, int, int]) -> None:
     tmp, out, split, i, num_shards, seed, block = job
     pieces = sorted((Path(tmp) / f"{split}-{i}").glob("*.tfrecord"))
     spec = {"drawing": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64),
-            "key_id": tf.io.FixedLenFeature([], tf.int64)}  # fmt: skip
+            "key_id": tf.io.FixedLenFeature([], tf.int64)}
     batches = (b for p in pieces for b in tf.data.TFRecordDataset(str(p)).batch(4096))
     parsed = [tf.io.parse_example(b, spec) for b in batches]
     drawings = [d for e in parsed for d in e["drawing"].numpy()]
@@ -198,7 +198,7 @@ def _shuffle_shard(job: tuple[str, str, str, int, int, int, int]) -> None:
             chosen = [drawings[k] for k in j]  # a record of format 3: the drawings end to end
             lengths = [len(d) // POINT_BYTES for d in chosen]
             w.write(_record(points=b"".join(chosen), lengths=lengths, labels=labels[j].tolist(),
-                            key_ids=keys[j].tolist()))  # fmt: skip
+                            key_ids=keys[j].tolist()))
 
 
 def _matching_manifest(out: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
@@ -235,13 +235,13 @@ def ensure_shards(
     _, files, _ = resolve_source(source)
     wanted = {"format": SHARD_FORMAT, "num_shards": num_shards, "val_fraction": val_fraction,
               "limit_per_class": limit_per_class,
-              "source": [str(Path(f).resolve()) for f in files]}  # fmt: skip
+              "source": [str(Path(f).resolve()) for f in files]}
     deadline = time.monotonic() + wait_seconds
     while (manifest := _matching_manifest(out, wanted)) is None:
         if write:
             (out / "manifest.json").unlink(missing_ok=True)  # stale: the shards are about to change
             return write_shards(source, out, num_shards=num_shards, val_fraction=val_fraction,
-                                limit_per_class=limit_per_class, **kwargs), True  # fmt: skip
+                                limit_per_class=limit_per_class, **kwargs), True
         if time.monotonic() > deadline:
             raise TimeoutError(f"no shards of {source} in {out} after {wait_seconds:.0f} s")
         time.sleep(0.5)

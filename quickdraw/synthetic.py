@@ -189,12 +189,12 @@ def generate_drawings(
         strokes = doodle(word, rng)
         country = _COUNTRIES[int(rng.integers(0, len(_COUNTRIES)))]
         out.append(Drawing(word=word, key_id=key, strokes=strokes, countrycode=country,
-                           recognized=bool(rng.random() < 0.92), timestamp=ts))  # fmt: skip
+                           recognized=bool(rng.random() < 0.92), timestamp=ts))
     return out
 
 
 def generate_builtin(root: str | Path, *, per_class: int, test_per_class: int = 0,
-                     classes: Sequence[str] = CLASSES, seed: int = DEFAULT_SEED) -> Path:  # fmt: skip
+                     classes: Sequence[str] = CLASSES, seed: int = DEFAULT_SEED) -> Path:
     """Write a Kaggle-layout doodle set under ``root`` and return ``root``: ``train_simplified/
     <word>.csv``, the test files (when ``test_per_class > 0``), ``labels.json`` and
     ``manifest.json`` (written last: its presence means complete)."""
@@ -225,7 +225,7 @@ def write_test_set(root: Path, classes: Sequence[str], per_class: int, seed: int
 
 def _manifest(per_class: int, test_per_class: int, classes: Sequence[str], seed: int) -> dict:
     return {"generator_version": GENERATOR_VERSION, "seed": seed, "per_class": per_class,
-            "test_per_class": test_per_class, "classes": list(classes)}  # fmt: skip
+            "test_per_class": test_per_class, "classes": list(classes)}
 
 
 def builtin_dir(variant: str = "smoke", data_dir: str | Path | None = None) -> Path:
