@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from infra.process import child_env, run_streaming
+from infra.process import run_streaming
 
 MARKER_VAR = "COURSE_HOROVOD_RUN"  # set to a fresh id for every process of one run_horovod
 
@@ -193,7 +193,7 @@ def run_horovod(
     def end_run(timed_out: bool) -> None:
         survivors.extend(_end_run(run_id, 0.0 if timed_out else settle_seconds))
 
-    done = run_streaming(argv, env=child_env({**(env or {}), MARKER_VAR: run_id}), timeout=timeout,
+    done = run_streaming(argv, env={**(env or {}), MARKER_VAR: run_id}, timeout=timeout,
                          on_line=echo, on_exit=end_run)
     lines, other = parse_rank_lines(done.stdout)
     return HorovodRun(argv, done.returncode, done.stdout, done.seconds, done.timed_out, run_id, survivors,

@@ -255,14 +255,15 @@ def run_streaming(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                   cwd: str | os.PathLike[str] | None = None, timeout: float = 300.0,
                   on_line: Callable[[str], object] | None = None,
                   on_exit: Callable[[bool], object] | None = None) -> ProcessResult:
-    """Run ``argv`` (``env`` complete; stderr merged) and pass each line to ``on_line`` as it comes;
-    a true answer SIGKILLs the group, as a crash would. Stopped after ``timeout`` seconds or on an
-    exception (Ctrl-C too). ``on_exit(timed_out)`` runs once it ended, before its last lines are
-    read: the moment to end what it started outside its group (which may hold the pipe open)."""
+    """Run ``argv`` (with :func:`child_env` plus ``env``; stderr merged) and pass each line to
+    ``on_line`` as it comes; a true answer SIGKILLs the group, as a crash would. Stopped after
+    ``timeout`` seconds or on an exception (Ctrl-C too). ``on_exit(timed_out)`` runs once it ended,
+    before its last lines are read: the moment to end what it started outside its group (which may
+    hold the pipe open)."""
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     start = time.perf_counter()
-    proc = start_child(argv, env=env, cwd=cwd, stderr=subprocess.STDOUT)
+    proc = start_child(argv, env=child_env(env), cwd=cwd, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
     lines: list[str] = []
     killed = timed_out = False
@@ -301,7 +302,7 @@ def run_until(argv: Sequence[str], kill_when: Callable[[str], bool] | None = Non
     """Run ``python argv...`` in the project root and SIGKILL it when a line it prints makes
     ``kill_when(line)`` true (see :func:`run_streaming`); ``TimeoutError`` after ``timeout``
     seconds. Used in notebook 04 (``BackupAndRestore``)."""
-    run = run_streaming([sys.executable, *map(str, argv)], env=child_env(env), cwd=PROJECT_ROOT,
+    run = run_streaming([sys.executable, *map(str, argv)], env=env, cwd=PROJECT_ROOT,
                         timeout=timeout, on_line=kill_when)
     if run.timed_out:
         raise TimeoutError(f"{argv[0]} ran longer than {timeout} s and was stopped; last lines:\n"
